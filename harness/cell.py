@@ -1,0 +1,386 @@
+"""The state cell: the one attested summary of a goal, and the fold that produces it.
+
+Every field is a pure function of the ledger: `apply(cell, event)` is the only way the
+cell changes. That is what lets a crash between a ledger append and the cell write be
+rolled forward, and lets `verify` recompute the cell from the events alone.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from harness.errors import TrustFailure
+from harness.fsutil import atomic_write, canonical_json, strict_json_loads
+from harness.ledger import START, Event, Position
+
+CELL_VERSION = 1
+MAX_CELL_BYTES = 64 * 1024
+MAX_NOTE_CHARS = 8_000
+_MAC_TAG = b"harness-cell\x00"
+
+STATUSES = (
+    "pending",
+    "running",
+    "paused",
+    "parked_at_eyes",
+    "completed",
+    "needs_attention",
+    "failed",
+    "cancelled",
+)
+TERMINAL = frozenset({"completed", "failed", "cancelled"})
+WAITING = frozenset({"parked_at_eyes", "needs_attention"})
+READ_ONLY_STEPS = frozenset({"plan", "judge", "review"})
+AGENT_STEPS = frozenset({"build"})
+
+
+@dataclass(frozen=True)
+class Spend:
+    """Budget amounts: what was used, or the limits."""
+
+    iterations: int = 0
+    seconds: float = 0.0
+    cost_usd: float = 0.0
+    turns: int = 0
+    passes: int = 0
+
+
+@dataclass(frozen=True)
+class InFlight:
+    """A step whose start is recorded and whose finish is not (yet)."""
+
+    step: str
+    iteration: int
+    call_id: str
+    base: str
+
+
+@dataclass(frozen=True)
+class Cell:
+    goal: str
+    status: str = "pending"
+    step: str | None = None
+    iteration: int = 0
+    failing_test: str | None = None
+    used: Spend = field(default_factory=Spend)
+    limit: Spend = field(default_factory=Spend)
+    gate: str | None = None
+    gate_detail: str | None = None
+    no_progress_count: int = 0
+    no_progress_fingerprint: str | None = None
+    no_progress_passes: int = 2
+    steps: tuple[str, ...] = ()
+    goal_sha256: str | None = None
+    owners_sha256: str | None = None
+    in_flight: InFlight | None = None
+    judge_passed: bool = False
+    review_passed: bool = False
+    feedback: str | None = None
+    plan_notes: str | None = None
+    position: Position = START
+
+    def to_dict(self) -> dict[str, Any]:
+        raw = asdict(self)
+        raw["steps"] = list(self.steps)
+        raw["position"] = {"seq": self.position.seq, "hash": self.position.hash}
+        return raw
+
+    def exhausted(self) -> list[str]:
+        """The budget keys whose use has reached the limit (iterations: no new round left)."""
+        used, limit = self.used, self.limit
+        hits = []
+        if self.iteration > used.iterations and used.iterations >= limit.iterations:
+            hits.append("iterations")
+        for key in ("seconds", "cost_usd", "turns"):
+            if getattr(used, key) >= getattr(limit, key):
+                hits.append(key)
+        return hits
+
+
+def bounded(text: str | None, limit: int = MAX_NOTE_CHARS) -> str | None:
+    if text is None or len(text) <= limit:
+        return text
+    return f"[… {len(text) - limit} characters cut]\n" + text[-limit:]
+
+
+# ---- the fold -------------------------------------------------------------------------
+
+
+def apply(cell: Cell, event: Event, position: Position) -> Cell:
+    """The cell after `event`. Unknown event types only move the position."""
+    handler = _HANDLERS.get(event.type)
+    updated = handler(cell, event) if handler else cell
+    return replace(updated, position=position)
+
+
+def fold(goal_id: str, events: Iterable[tuple[Event, Position]], start: Cell | None = None) -> Cell:
+    cell = start or Cell(goal=goal_id)
+    for event, position in events:
+        cell = apply(cell, event, position)
+    return cell
+
+
+def _limits(data: Mapping[str, Any]) -> Spend:
+    raw = data["limits"]
+    return Spend(raw["iterations"], raw["seconds"], raw["cost_usd"], raw["turns"], raw["passes"])
+
+
+def _on_started(cell: Cell, event: Event) -> Cell:
+    data = event.data
+    steps = tuple(data["steps"])
+    return replace(
+        cell,
+        status="running",
+        step="plan" if "plan" in steps else "build",
+        iteration=1,
+        steps=steps,
+        limit=_limits(data),
+        no_progress_passes=data["no_progress_passes"],
+        goal_sha256=data["goal_sha256"],
+        owners_sha256=data["owners_sha256"],
+    )
+
+
+def _on_revised(cell: Cell, event: Event) -> Cell:
+    data = event.data
+    return replace(
+        cell,
+        status="running",
+        gate=None,
+        gate_detail=None,
+        steps=tuple(data["steps"]),
+        limit=_limits(data),
+        no_progress_passes=data["no_progress_passes"],
+        goal_sha256=data["goal_sha256"],
+        owners_sha256=data["owners_sha256"],
+    )
+
+
+def _on_step_started(cell: Cell, event: Event) -> Cell:
+    step = event.step or ""
+    used = replace(cell.used, passes=cell.used.passes + 1)
+    if step in AGENT_STEPS:
+        used = replace(used, iterations=max(used.iterations, event.iteration))
+    flight = InFlight(step, event.iteration, event.data["call_id"], event.data["base"])
+    return replace(cell, status="running", used=used, in_flight=flight)
+
+
+def _on_step_cutoff(cell: Cell, event: Event) -> Cell:
+    return replace(cell, in_flight=None)
+
+
+def _spend(cell: Cell, event: Event) -> Spend:
+    data, used = event.data, cell.used
+    seconds = used.seconds + (data["duration_s"] if event.step in AGENT_STEPS else 0.0)
+    return replace(
+        used,
+        seconds=seconds,
+        cost_usd=used.cost_usd + data.get("cost_usd", 0.0),
+        turns=used.turns + data.get("turns", 0),
+    )
+
+
+def _repair(cell: Cell, failing: str | None, feedback: str | None, tree: str) -> Cell:
+    fingerprint = hashlib.sha256(f"{failing}\0{tree}".encode()).hexdigest()
+    same = fingerprint == cell.no_progress_fingerprint
+    return replace(
+        cell,
+        step="build",
+        iteration=cell.iteration + 1,
+        failing_test=failing,
+        feedback=bounded(feedback),
+        judge_passed=False,
+        review_passed=False,
+        no_progress_count=cell.no_progress_count + 1 if same else 1,
+        no_progress_fingerprint=fingerprint,
+    )
+
+
+def _on_step_finished(cell: Cell, event: Event) -> Cell:
+    data = event.data
+    cell = replace(cell, in_flight=None, used=_spend(cell, event))
+    step, passed = event.step, data.get("result") == "pass"
+    if step == "plan":
+        return replace(cell, step="build", plan_notes=bounded(data.get("stdout_tail")))
+    if step == "build":
+        return replace(cell, step="judge", judge_passed=False, review_passed=False)
+    if step == "judge" and passed:
+        after = "review" if "review" in cell.steps else None
+        return replace(
+            cell,
+            step=after,
+            judge_passed=True,
+            failing_test=None,
+            feedback=None,
+            no_progress_count=0,
+            no_progress_fingerprint=None,
+        )
+    if step == "judge":
+        return _repair(
+            cell,
+            data.get("failing_test") or "(judge failed)",
+            data.get("output_tail"),
+            data["tree"],
+        )
+    if step == "review" and passed:
+        return replace(cell, step=None, review_passed=True)
+    if step == "review":
+        return _repair(cell, "(review findings)", data.get("stdout_tail"), data["tree"])
+    return replace(cell, step=None)
+
+
+def _on_done_blocked(cell: Cell, event: Event) -> Cell:
+    missing = ", ".join(event.data["missing"])
+    return _repair(cell, f"expect.files: {missing}", event.data.get("detail"), event.data["tree"])
+
+
+def _on_gated(cell: Cell, event: Event) -> Cell:
+    return replace(
+        cell,
+        status=event.data["status"],
+        gate=event.data["reason"],
+        gate_detail=event.data.get("detail"),
+    )
+
+
+def _on_completed(cell: Cell, event: Event) -> Cell:
+    return replace(cell, status="completed", step=None, gate=None, gate_detail=None)
+
+
+def _on_cancelled(cell: Cell, event: Event) -> Cell:
+    return replace(cell, status="cancelled", gate=None, gate_detail=None)
+
+
+def _on_failed(cell: Cell, event: Event) -> Cell:
+    return replace(
+        cell, status="failed", step=None, gate=None, gate_detail=event.data.get("detail")
+    )
+
+
+def _on_decision(cell: Cell, event: Event) -> Cell:
+    data = event.data
+    crossed = cell.gate
+    cell = replace(cell, status="running", gate=None, gate_detail=None)
+    if data["decision"] == "ship":
+        return replace(cell, step="ship")
+    if "limits" in data:
+        cell = replace(cell, limit=_limits(data))
+    if crossed == "no_progress":
+        cell = replace(cell, no_progress_count=0, no_progress_fingerprint=None)
+    return cell
+
+
+_HANDLERS = {
+    "goal.started": _on_started,
+    "goal.revised": _on_revised,
+    "step.started": _on_step_started,
+    "step.cutoff": _on_step_cutoff,
+    "step.finished": _on_step_finished,
+    "done.blocked": _on_done_blocked,
+    "goal.gated": _on_gated,
+    "goal.completed": _on_completed,
+    "goal.cancelled": _on_cancelled,
+    "goal.failed": _on_failed,
+    "decision.used": _on_decision,
+}
+
+
+# ---- the attested file ----------------------------------------------------------------
+
+
+def _mac(key: bytes, goal_id: str, body: bytes) -> str:
+    tag = _MAC_TAG + f"v{CELL_VERSION}\x00{goal_id}\x00".encode()
+    return hmac.new(key, tag + body, hashlib.sha256).hexdigest()
+
+
+def cell_bytes(cell: Cell, key: bytes) -> bytes:
+    body = {"v": CELL_VERSION, **cell.to_dict()}
+    mac = _mac(key, cell.goal, canonical_json(body))
+    return canonical_json({**body, "mac": mac}) + b"\n"
+
+
+def write_cell(path: Path, cell: Cell, key: bytes) -> None:
+    data = cell_bytes(cell, key)
+    if len(data) > MAX_CELL_BYTES:
+        raise TrustFailure(f"{path}: the cell would be {len(data)} bytes (limit {MAX_CELL_BYTES})")
+    atomic_write(path, data)
+
+
+def parse_cell(data: bytes, source: str, goal_id: str, key: bytes) -> Cell:
+    """Check size, JSON, version, MAC (domain-separated by goal and version), then fields."""
+    if len(data) > MAX_CELL_BYTES:
+        raise TrustFailure(f"{source}: the cell is {len(data)} bytes (limit {MAX_CELL_BYTES})")
+    try:
+        raw = strict_json_loads(data)
+    except ValueError as exc:
+        raise TrustFailure(f"{source}: the cell is not valid JSON: {exc}") from None
+    if not isinstance(raw, dict):
+        raise TrustFailure(f"{source}: the cell is not a JSON object")
+    if raw.get("v") != CELL_VERSION:
+        raise TrustFailure(
+            f"{source}: unknown cell format version {raw.get('v')!r} (this harness reads version {CELL_VERSION})"
+        )
+    mac = raw.pop("mac", None)
+    if not isinstance(mac, str):
+        raise TrustFailure(f"{source}: the cell has no MAC")
+    if raw.get("goal") != goal_id:
+        raise TrustFailure(
+            f"{source}: the cell belongs to goal {raw.get('goal')!r}, not {goal_id!r}"
+        )
+    if not hmac.compare_digest(mac, _mac(key, goal_id, canonical_json(raw))):
+        raise TrustFailure(
+            f"{source}: the cell's MAC does not match: the cell was edited or moved, or the secret is wrong"
+        )
+    return _cell_from(raw, source)
+
+
+def _spend_from(raw: Any, source: str, key: str, positive: bool) -> Spend:
+    try:
+        spend = Spend(**raw)
+    except TypeError:
+        raise TrustFailure(f"{source}: {key}: malformed budget record") from None
+    for name, value in asdict(spend).items():
+        bad = (
+            not isinstance(value, int | float)
+            or isinstance(value, bool)
+            or not math.isfinite(value)
+        )
+        if bad or value < 0 or (positive and value <= 0):
+            # Fail safe: a budget we cannot trust never becomes a fresh allowance.
+            raise TrustFailure(f"{source}: {key}.{name}: {value!r} is not a valid budget amount")
+    return spend
+
+
+def _cell_from(raw: dict[str, Any], source: str) -> Cell:
+    try:
+        raw.pop("v")
+        pos = raw.pop("position")
+        flight = raw.pop("in_flight")
+        cell = Cell(
+            **{k: v for k, v in raw.items() if k not in ("used", "limit", "steps")},
+            used=_spend_from(raw["used"], source, "used", positive=False),
+            limit=_spend_from(raw["limit"], source, "limit", positive=raw["status"] != "pending"),
+            steps=tuple(raw["steps"]),
+            position=Position(int(pos["seq"]), str(pos["hash"])),
+            in_flight=InFlight(**flight) if flight is not None else None,
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        raise TrustFailure(f"{source}: the cell's fields are malformed ({exc})") from None
+    if cell.status not in STATUSES:
+        raise TrustFailure(f"{source}: status: unknown status {cell.status!r}")
+    return cell
+
+
+def read_cell(path: Path, source: str, goal_id: str, key: bytes) -> Cell | None:
+    """The cell at `path`, or None when there is none."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    return parse_cell(data, source, goal_id, key)

@@ -1,0 +1,224 @@
+"""The command line: parse, resolve paths, call `harness.commands.<name>`, exit with its code.
+
+Imports of the command modules happen inside each command, so `harness run` pays only for
+what it uses.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import traceback
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from harness import __version__
+from harness.errors import HarnessError
+
+
+def _crash_log(exc: BaseException) -> Path:
+    fd, name = tempfile.mkstemp(prefix="harness-crash-", suffix=".log")
+    with os.fdopen(fd, "w") as handle:
+        handle.write("".join(traceback.format_exception(exc)))
+    return Path(name)
+
+
+class HarnessGroup(click.Group):
+    """Turns the one error tree into one line and its exit code."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except HarnessError as exc:
+            click.echo(f"harness: {exc}", err=True)
+            ctx.exit(exc.exit_code)
+        except (click.exceptions.Exit, click.ClickException, click.Abort):
+            raise
+        except BrokenPipeError:
+            # The reader went away (`harness replay | head`): stop quietly, like other tools.
+            sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - keeps the interpreter's flush quiet
+            ctx.exit(141)
+        except KeyboardInterrupt:
+            click.echo("harness: interrupted", err=True)
+            ctx.exit(130)
+        except Exception as exc:  # a bug: keep the traceback, show one line
+            log = _crash_log(exc)
+            click.echo(f"harness: internal error: {type(exc).__name__}: {exc} (traceback in {log})", err=True)
+            ctx.exit(1)
+
+
+def _done(code: int) -> None:
+    click.get_current_context().exit(code)
+
+
+def _cwd() -> Path:
+    return Path.cwd()
+
+
+@click.group(cls=HarnessGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="harness")
+def cli() -> None:
+    """goal-harness: run coding agents unattended, safely, with a record in git.
+
+    \b
+    Example:
+      harness init --owner alice@example.com --key ~/.ssh/id_ed25519.pub
+      harness new fix-login && harness approve fix-login --key ~/.ssh/id_ed25519
+      harness run
+    """
+
+
+@cli.command()
+@click.option("--owner", help="Principal to list in .harness/owners, e.g. alice@example.com.")
+@click.option("--key", help="That owner's ssh-ed25519 public key, or the path of its .pub file.")
+def init(owner: str | None, key: str | None) -> None:
+    """Create .harness/, goals/, ledger/ and the git-ignore line.
+
+    Example: harness init --owner alice@example.com --key ~/.ssh/id_ed25519.pub
+    """
+    from harness.commands.init import init as run_init
+
+    _done(run_init(_cwd(), owner, key, sys.stdout))
+
+
+@cli.group(cls=HarnessGroup)
+def secret() -> None:
+    """Manage the repository secret (kept outside the repository)."""
+
+
+@secret.command("new")
+@click.option("--file", "file", type=click.Path(path_type=Path), help="Where to write it (mode 0600).")
+@click.option("--print", "print_only", is_flag=True, help="Print it instead, for a CI secret store.")
+def secret_new(file: Path | None, print_only: bool) -> None:
+    """Write a new random secret outside the repository, or print it.
+
+    Example: harness secret new --file ~/.config/goal-harness/secret
+    """
+    from harness.commands.secret import secret_new as run_secret_new
+
+    _done(run_secret_new(_cwd(), file, print_only, os.environ, sys.stdout))
+
+
+@cli.command()
+@click.argument("goal_id")
+def new(goal_id: str) -> None:
+    """Write a commented goal template to goals/<id>.yaml.
+
+    Example: harness new fix-login-timeout
+    """
+    from harness.commands.new import new as run_new
+
+    _done(run_new(_cwd(), goal_id, sys.stdout))
+
+
+@cli.command()
+@click.argument("goal_ids", nargs=-1)
+def check(goal_ids: tuple[str, ...]) -> None:
+    """Validate goals, approvals and owners in the checkout; one line per problem.
+
+    Example: harness check fix-login-timeout
+    """
+    from harness.commands.check import check as run_check
+
+    _done(run_check(_cwd(), list(goal_ids), sys.stdout))
+
+
+@cli.command()
+@click.argument("goal_id")
+@click.option("--key", required=True, type=click.Path(path_type=Path), help="An owner's ssh-ed25519 private key file.")
+def approve(goal_id: str, key: Path) -> None:
+    """Sign the run decision for the goal file's current bytes.
+
+    Example: harness approve fix-login-timeout --key ~/.ssh/id_ed25519
+    """
+    from harness.commands.approve import approve as run_approve
+
+    _done(run_approve(_cwd(), goal_id, key, os.environ, sys.stdout))
+
+
+@cli.command()
+@click.argument("goal_ids", nargs=-1)
+@click.option("--max-steps", type=int, help="Stop after this many steps in this invocation.")
+@click.option("--push", metavar="REMOTE", help="Coordinate with other runners through this remote.")
+def run(goal_ids: tuple[str, ...], max_steps: int | None, push: str | None) -> None:
+    """Advance every approved, runnable goal until it stops.
+
+    Example: harness run --max-steps 20
+    """
+    from harness.commands.run import run as run_run
+
+    _done(run_run(_cwd(), list(goal_ids), max_steps, push, os.environ))
+
+
+@cli.command()
+@click.argument("goal_ids", nargs=-1)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON list.")
+@click.option("--check", "check_", is_flag=True, help="Exit 10 if a goal is parked at eyes, 11 if one needs attention.")
+def status(goal_ids: tuple[str, ...], as_json: bool, check_: bool) -> None:
+    """One line per goal: status, step, iteration, failing test, budget, gate.
+
+    Example: harness status --check || notify-owners
+    """
+    from harness.commands.status import status as run_status
+
+    _done(run_status(_cwd(), list(goal_ids), as_json, check_, os.environ, sys.stdout))
+
+
+@cli.command()
+@click.argument("goal_id")
+@click.option("--format", "fmt", default="text", show_default=True, type=click.Choice(["text", "md", "json", "html"]))
+@click.option("--out", "out_file", type=click.Path(path_type=Path), help="Write to this file instead of stdout.")
+def replay(goal_id: str, fmt: str, out_file: Path | None) -> None:
+    """Render a goal's record from its ledger alone.
+
+    Example: harness replay fix-login-timeout --format md --out report.md
+    """
+    from harness.commands.replay import replay as run_replay
+
+    _done(run_replay(_cwd(), goal_id, fmt, out_file, os.environ, sys.stdout.buffer))
+
+
+@cli.command()
+@click.argument("goal_ids", nargs=-1)
+def verify(goal_ids: tuple[str, ...]) -> None:
+    """Check chain, MACs, cell binding and approvals; name the first bad event.
+
+    Example: harness verify fix-login-timeout
+    """
+    from harness.commands.verify import verify as run_verify
+
+    _done(run_verify(_cwd(), list(goal_ids), os.environ, sys.stdout))
+
+
+@cli.command()
+@click.argument("goal_id")
+def cancel(goal_id: str) -> None:
+    """Record a cancellation; the goal stops at `cancelled`.
+
+    Example: harness cancel fix-login-timeout
+    """
+    from harness.commands.cancel import cancel as run_cancel
+
+    _done(run_cancel(_cwd(), goal_id, os.environ, sys.stdout))
+
+
+@cli.command()
+@click.option("--dir", "directory", type=click.Path(path_type=Path), help="Build the demo here (default: a new temp folder).")
+def demo(directory: Path | None) -> None:
+    """Run the embedded demo: no network, no model.
+
+    Example: harness demo --dir /tmp/harness-demo
+    """
+    from harness.commands.demo import demo as run_demo
+
+    _done(run_demo(directory, sys.stdout))
+
+
+def main(argv: list[str] | None = None) -> None:
+    cli.main(args=argv, prog_name="harness")
+
+

@@ -1,0 +1,42 @@
+"""`harness approve <id> --key K`: sign the run decision for the goal file's current bytes."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TextIO
+
+from harness.approval import Statement, append_record, principals_for_key, sign, verify
+from harness.commands.check import _config, _owners
+from harness.errors import InvalidInput
+from harness.gitrepo import Repo
+from harness.goal import check_goal_id, parse_goal
+
+PASSPHRASE_ENV = "HARNESS_KEY_PASSPHRASE"
+
+
+def passphrase(env: Mapping[str, str]) -> bytes | None:
+    value = env.get(PASSPHRASE_ENV)
+    return value.encode() if value else None
+
+
+def approve(cwd: Path, goal_id: str, key: Path, env: Mapping[str, str], out: TextIO) -> int:
+    check_goal_id(goal_id, "goal id")
+    root = Repo.discover(cwd).root
+    owners = _owners(root)
+    path = root / "goals" / f"{goal_id}.yaml"
+    if not path.is_file():
+        raise InvalidInput(f"goals/{goal_id}.yaml: no such goal file (expected one made by `harness new {goal_id}`)")
+    data = path.read_bytes()
+    principals = {p for o in owners for p in o.principals}
+    parse_goal(data, f"goals/{goal_id}.yaml", goal_id, _config(root).defaults, principals)
+    statement = Statement(goal=goal_id, sha256=hashlib.sha256(data).hexdigest(), decision="run")
+    armored = sign(statement.to_bytes(), key, passphrase(env))
+    signer = principals_for_key(owners, verify(statement.to_bytes(), armored))
+    if not signer:
+        raise InvalidInput(f"{key}: this key is not listed in .harness/owners (expected an owner's ssh-ed25519 key)")
+    append_record(root / "goals" / f"{goal_id}.approval", statement, armored)
+    out.write(f"approved goals/{goal_id}.yaml (sha256 {statement.sha256[:12]}) as {', '.join(signer)}\n")
+    out.write(f"next: git add goals/{goal_id}.yaml goals/{goal_id}.approval && git commit -m 'approve {goal_id}'\n")
+    return 0

@@ -1,0 +1,37 @@
+"""`harness cancel <id>`: record a cancellation; the goal stops at `cancelled`."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TextIO
+
+from harness.cell import TERMINAL
+from harness.control import open_control
+from harness.controller import Recorder, SystemClock
+from harness.errors import InvalidInput
+from harness.gitrepo import Repo
+from harness.hydrate import GoalPaths, committed_view, load
+from harness.lock import GoalLock
+from harness.secret import load_secret
+from harness.workspace import open_worktree
+
+
+def cancel(cwd: Path, goal_id: str, env: Mapping[str, str], out: TextIO) -> int:
+    repo = Repo.discover(cwd)
+    secret = load_secret(env, repo.root)
+    control = open_control(repo)
+    wt = open_worktree(repo, control, goal_id)
+    if wt is None:
+        raise InvalidInput(f"goal {goal_id}: has not started (nothing to cancel; remove its goal file instead)")
+    with GoalLock(repo.harness_dir() / "locks", goal_id):
+        paths = GoalPaths(wt.path, goal_id)
+        loaded = load(paths, secret.goal_key(goal_id), committed_view(paths), repair=True)
+        if loaded.cell.status in TERMINAL:
+            out.write(f"{goal_id} is already {loaded.cell.status}\n")
+            return 0
+        key = secret.goal_key(goal_id)
+        runner = Recorder(goal_id, key, wt, paths, loaded, SystemClock(), out.write)
+        runner.emit("goal.cancelled", None, loaded.cell.iteration, {"by": env.get("USER", "")})
+        runner.checkpoint("cancelled")
+    return 0

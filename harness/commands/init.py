@@ -1,0 +1,81 @@
+"""`harness init`: make a repository ready for goals."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TextIO
+
+from harness.approval import parse_public_key, public_key_line
+from harness.control import CONFIG_PATH, OWNERS_PATH
+from harness.errors import InvalidInput
+from harness.gitrepo import Repo
+
+CONFIG_TEMPLATE = """\
+# goal-harness settings (human-owned; read from the control branch).
+# Every key is optional; see docs/specs/config.md.
+version: 1
+# control_ref: main            # default: the branch checked out here
+# branch_prefix: harness/      # goal branches are <prefix><id>
+# defaults:
+#   budget: {max_iterations: 3, max_seconds: 2h, max_cost_usd: 20, max_turns: 300}
+#   halt: {no_progress_passes: 2, max_passes: 50}
+#   timeouts: {build: 30m, judge: 10m, review: 10m, plan: 10m, ship: 10m}
+# scrub_env: [AWS_SECRET_ACCESS_KEY]   # never passed to the agent or the tests
+"""
+OWNERS_HEADER = """\
+# Who may approve goals: git allowed_signers lines, ssh-ed25519 keys only.
+# principal ssh-ed25519 AAAA... [comment]
+"""
+IGNORE_LINE = "/.harness/worktrees/"
+
+
+def init(cwd: Path, owner: str | None, key: str | None, out: TextIO) -> int:
+    if (owner is None) != (key is None):
+        raise InvalidInput("--owner and --key go together (expected both or neither)")
+    repo = Repo.discover(cwd)
+    root = repo.root
+    owner_line = _owner_line(owner, key) if owner and key else None
+    _write_new(root / CONFIG_PATH, CONFIG_TEMPLATE, out)
+    _write_new(root / OWNERS_PATH, OWNERS_HEADER, out)
+    if owner_line:
+        _add_owner(root / OWNERS_PATH, owner_line, out)
+    for folder in ("goals", "ledger"):
+        (root / folder).mkdir(exist_ok=True)
+        _write_new(root / folder / ".gitkeep", "", out)
+    _ensure_ignored(root / ".gitignore", out)
+    out.write("next: commit .harness/ goals/ ledger/ .gitignore, then `harness new <id>`\n")
+    return 0
+
+
+def _owner_line(owner: str, key: str) -> str:
+    if any(c.isspace() for c in owner) or not owner:
+        raise InvalidInput(f"--owner: {owner!r} (expected a principal without spaces, like alice@example.com)")
+    path = Path(key).expanduser()
+    text = path.read_text() if path.is_file() else key
+    blob = parse_public_key(text.strip(), "--key")
+    return f"{owner} {public_key_line(blob)}\n"
+
+
+def _write_new(path: Path, text: str, out: TextIO) -> None:
+    if path.exists():
+        out.write(f"kept {path.name if path.name == '.gitkeep' else path}\n")
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    out.write(f"wrote {path}\n")
+
+
+def _add_owner(path: Path, line: str, out: TextIO) -> None:
+    text = path.read_text()
+    if line in text.splitlines(keepends=True):
+        return
+    path.write_text(text + ("" if text.endswith("\n") or not text else "\n") + line)
+    out.write(f"added owner {line.split()[0]} to {path}\n")
+
+
+def _ensure_ignored(path: Path, out: TextIO) -> None:
+    text = path.read_text() if path.exists() else ""
+    if IGNORE_LINE in text.splitlines():
+        return
+    path.write_text(text + ("" if text.endswith("\n") or not text else "\n") + IGNORE_LINE + "\n")
+    out.write(f"added {IGNORE_LINE} to {path}\n")

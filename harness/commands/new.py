@@ -1,0 +1,69 @@
+"""`harness new <id>`: write a commented goal template."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TextIO
+
+from harness.approval import parse_owners
+from harness.control import OWNERS_PATH
+from harness.errors import InvalidInput
+from harness.gitrepo import Repo
+from harness.goal import check_goal_id
+
+TEMPLATE = """\
+# A goal for goal-harness (goal file version 1); every key: docs/specs/goal-file.md.
+# Commit this file, then approve it: harness approve {id} --key ~/.ssh/id_ed25519
+version: 1
+id: {id}
+owner: {owner}              # a principal listed in .harness/owners
+objective: |
+  Say what must be true when this goal is done, and how the judge will show it.
+build:                      # the implementing agent; its stdin is the prompt
+  run: ./scripts/agent.sh
+  timeout: 30m
+  format: plain             # plain, claude-json, codex-jsonl or aider
+judge:                      # the verification; exit 0 means pass
+  run: python -m pytest -q
+  timeout: 10m
+# review:                   # optional, read-only; exit 0 means pass
+#   run: ./scripts/review.sh
+# plan:                     # optional, read-only; its stdout goes into the first prompt
+#   run: ./scripts/plan.sh
+# ship:                     # optional; runs only after a signed `harness ship`
+#   run: git push origin HEAD:refs/heads/feature/{id}
+budget:
+  max_iterations: 3         # build-judge rounds (first build + repairs)
+  max_seconds: 2h           # agent wall time over the goal's life
+  max_cost_usd: 20
+  max_turns: 300
+halt:
+  no_progress_passes: 2     # same failing test and same tree this many times: stop
+  max_passes: 50            # ceiling on steps over the goal's life
+# expect:
+#   files: [src/example.py] # must exist at the done gate
+"""
+
+
+def new(cwd: Path, goal_id: str, out: TextIO) -> int:
+    check_goal_id(goal_id, "goal id")
+    root = Repo.discover(cwd).root
+    path = root / "goals" / f"{goal_id}.yaml"
+    if path.exists():
+        raise InvalidInput(f"goals/{goal_id}.yaml: already exists (edit it, or choose another id)")
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(TEMPLATE.format(id=goal_id, owner=_first_owner(root)))
+    out.write(f"wrote goals/{goal_id}.yaml: edit it, commit it, then `harness approve {goal_id} --key KEY`\n")
+    return 0
+
+
+def _first_owner(root: Path) -> str:
+    owners_file = root / OWNERS_PATH
+    if owners_file.is_file():
+        try:
+            owners = parse_owners(owners_file.read_text(), OWNERS_PATH)
+        except InvalidInput:
+            owners = ()
+        if owners:
+            return owners[0].principals[0]
+    return "you@example.com"

@@ -1,0 +1,37 @@
+"""`harness replay`: render a goal's record from the ledger alone."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import BinaryIO
+
+from harness.control import open_control
+from harness.errors import InvalidInput
+from harness.fsutil import atomic_write
+from harness.gitrepo import Repo
+from harness.ledger import Ledger
+from harness.render import replay_chunks
+from harness.secret import load_secret
+from harness.workspace import locate
+
+FORMATS = ("text", "md", "json", "html")
+
+
+def replay(cwd: Path, goal_id: str, fmt: str, out_file: Path | None, env: Mapping[str, str], out: BinaryIO) -> int:
+    if fmt not in FORMATS:
+        raise InvalidInput(f"--format: {fmt!r} (expected one of {', '.join(FORMATS)})")
+    if fmt == "html":
+        raise InvalidInput("--format html: not available in this version yet (expected text, md or json)")
+    repo = Repo.discover(cwd)
+    secret = load_secret(env, repo.root)
+    control = open_control(repo)
+    with locate(repo, control, goal_id) as found:
+        ledger = Ledger(found.paths.events, goal_id, secret.goal_key(goal_id))
+        chunks = replay_chunks(ledger.records(), goal_id, fmt)
+        if out_file is None:
+            for chunk in chunks:
+                out.write(chunk)
+        else:
+            atomic_write(out_file, b"".join(chunks))
+    return 0

@@ -1,0 +1,110 @@
+"""`harness run`: advance every approved, runnable goal until it stops."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TextIO
+
+from harness.approval import Verdict
+from harness.cell import TERMINAL, WAITING
+from harness.control import Control, open_control
+from harness.controller import Clock, GoalRunner, RunContext, SystemClock
+from harness.errors import Busy, HarnessError, InvalidInput, TrustFailure
+from harness.gitrepo import Repo
+from harness.goal import Goal
+from harness.hydrate import GoalPaths, committed_view, load
+from harness.lock import GoalLock
+from harness.secret import load_secret
+from harness.workspace import ensure_worktree, open_worktree
+
+
+def run(
+    cwd: Path,
+    goal_ids: list[str],
+    max_steps: int | None,
+    push: str | None,
+    env: Mapping[str, str],
+    out: TextIO = sys.stdout,
+    err: TextIO = sys.stderr,
+    clock: Clock | None = None,
+) -> int:
+    if max_steps is not None and max_steps < 1:
+        raise InvalidInput(f"--max-steps: {max_steps} (expected a whole number ≥ 1)")
+    if push is not None:
+        raise InvalidInput("--push: running against a remote is not available in this version yet")
+    repo = Repo.discover(cwd)
+    secret = load_secret(env, repo.root)
+    control = open_control(repo)
+
+    def print_line(line: str) -> None:
+        out.write(line)
+        out.flush()
+
+    ctx = RunContext(control, secret, clock or SystemClock(), print_line, env, max_steps)
+    ids = goal_ids or control.goal_ids()
+    codes = [_run_one(repo, ctx, goal_id, err) for goal_id in ids]
+    return _overall(codes)
+
+
+def _overall(codes: list[int]) -> int:
+    if any(code == TrustFailure.exit_code for code in codes):
+        return TrustFailure.exit_code
+    if codes and all(code == Busy.exit_code for code in codes):
+        return Busy.exit_code
+    return max((c for c in codes if c != Busy.exit_code), default=0)
+
+
+def _run_one(repo: Repo, ctx: RunContext, goal_id: str, err: TextIO) -> int:
+    lock = GoalLock(repo.harness_dir() / "locks", goal_id)
+    try:
+        with lock:
+            advance_goal(repo, ctx, goal_id)
+    except HarnessError as exc:
+        label = "busy" if isinstance(exc, Busy) else "refused" if isinstance(exc, TrustFailure) else "error"
+        err.write(f"harness: {goal_id}: {label}: {exc}\n")
+        return exc.exit_code
+    return 0
+
+
+def advance_goal(repo: Repo, ctx: RunContext, goal_id: str) -> None:
+    """Verify, then move one goal on. The caller holds its lock."""
+    control = ctx.control
+    goal = control.goal(goal_id, control.principals())
+    verdict = _verdict(control, goal)
+    wt = open_worktree(repo, control, goal_id)
+    if wt is None:
+        if verdict is None:
+            control.run_approval(goal)  # raises the precise refusal; nothing is created
+        wt = ensure_worktree(repo, control, goal_id)
+    paths = GoalPaths(wt.path, goal_id)
+    loaded = load(paths, ctx.secret.goal_key(goal_id), committed_view(paths), repair=True)
+    cell = loaded.cell
+    if cell.status in TERMINAL:
+        return
+    runner = GoalRunner(ctx, goal, verdict, wt, paths, loaded)
+    if verdict is None:
+        if cell.goal_sha256 is not None and cell.goal_sha256 != goal.sha256:
+            if cell.status not in WAITING:
+                runner.gate("needs_attention", "goal_changed",
+                            f"goals/{goal_id}.yaml changed after the run began "
+                            f"(sha256 {goal.sha256[:12]}); approve the new version")
+            return
+        control.run_approval(goal)  # raises the precise refusal
+    if cell.owners_sha256 not in (None, control.owners_sha256) and cell.goal_sha256 == goal.sha256:
+        if cell.status not in WAITING:
+            runner.gate("needs_attention", "owners_changed",
+                        ".harness/owners changed after the goal started; "
+                        "the change must be signed by an owner the goal started under")
+        return
+    runner.start_or_revise(control.owners_sha256)
+    runner.advance()
+
+
+def _verdict(control: Control, goal: Goal) -> Verdict | None:
+    """The valid run approval for these exact goal bytes, or None."""
+    try:
+        return control.run_approval(goal)
+    except TrustFailure:
+        return None

@@ -1,0 +1,29 @@
+"""`harness secret new`: a new random secret, kept outside the repository."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TextIO
+
+from harness.errors import InvalidInput
+from harness.gitrepo import Repo
+from harness.secret import default_secret_file, new_secret_text, write_secret_file
+
+
+def secret_new(cwd: Path, file: Path | None, print_only: bool, env: Mapping[str, str], out: TextIO) -> int:
+    if print_only:
+        if file is not None:
+            raise InvalidInput("--print and --file: choose one (print for a CI secret store, or a file)")
+        out.write(new_secret_text() + "\n")
+        return 0
+    try:
+        root: Path | None = Repo.discover(cwd).root
+    except InvalidInput:
+        root = None
+    target = (file or default_secret_file(env)).expanduser()
+    write_secret_file(target, root)
+    out.write(f"wrote a new secret to {target} (mode 0600)\n")
+    if file is not None:
+        out.write(f"use it with: export HARNESS_SECRET_FILE={target}\n")
+    return 0

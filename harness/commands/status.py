@@ -1,0 +1,90 @@
+"""`harness status`: one line per goal, read from each goal's cell without checking out."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, TextIO
+
+from harness.cell import Cell, parse_cell
+from harness.control import Control, open_control
+from harness.gitrepo import Repo, branch_heads, read_blobs
+from harness.lock import GoalLock
+from harness.secret import load_secret
+
+PARKED_EXIT = 10
+ATTENTION_EXIT = 11
+BUDGET_KEYS = ("iterations", "seconds", "cost_usd", "turns", "passes")
+
+
+def status(cwd: Path, goal_ids: list[str], as_json: bool, check: bool, env: Mapping[str, str], out: TextIO) -> int:
+    repo = Repo.discover(cwd)
+    secret = load_secret(env, repo.root)
+    control = open_control(repo)
+    prefix = control.config.branch_prefix
+    heads = branch_heads(repo.root, prefix)
+    ids = goal_ids or sorted(set(control.goal_ids()) | {b[len(prefix):] for b in heads})
+    rows = [_row(repo, control, goal_id, heads, cell, secret.goal_key(goal_id))
+            for goal_id, cell in zip(ids, _cells(repo, control, ids, heads), strict=True)]
+    if as_json:
+        out.write(json.dumps(rows, indent=2, sort_keys=True) + "\n")
+    else:
+        out.writelines(_line(row) + "\n" for row in rows)
+    return _check_code(rows) if check else 0
+
+
+def _cells(repo: Repo, control: Control, ids: list[str], heads: dict[str, str]) -> list[bytes | None]:
+    """Each goal's cell: the worktree's (it may be ahead of the commit), else the branch's."""
+    prefix = control.config.branch_prefix
+    found: dict[str, bytes | None] = {}
+    wanted = []
+    for goal_id in ids:
+        local = repo.worktree_path(goal_id) / "ledger" / goal_id / "state.json"
+        if local.is_file():
+            found[goal_id] = local.read_bytes()
+        elif f"{prefix}{goal_id}" in heads:
+            wanted.append(goal_id)
+        else:
+            found[goal_id] = None
+    specs = [f"{heads[prefix + g]}:ledger/{g}/state.json" for g in wanted]
+    found.update(zip(wanted, read_blobs(repo.root, specs), strict=True))
+    return [found[g] for g in ids]
+
+
+def _row(repo: Repo, control: Control, goal_id: str, heads: dict[str, str], data: bytes | None, key: bytes) -> dict[str, Any]:
+    branch = f"{control.config.branch_prefix}{goal_id}"
+    source = f"{branch}:ledger/{goal_id}/state.json"
+    cell = parse_cell(data, source, goal_id, key) if data is not None else Cell(goal=goal_id)
+    shown = cell.status
+    if shown == "running" and not GoalLock(repo.harness_dir() / "locks", goal_id).held_elsewhere():
+        shown = "paused"
+    return {
+        "id": goal_id, "status": shown, "step": cell.step, "iteration": cell.iteration,
+        "failing_test": cell.failing_test, "gate": cell.gate,
+        "budget_used": {k: getattr(cell.used, k) for k in BUDGET_KEYS},
+        "budget_limit": {k: getattr(cell.limit, k) for k in BUDGET_KEYS},
+        "branch": branch, "head": heads.get(branch),
+    }
+
+
+def _line(row: Mapping[str, Any]) -> str:
+    used, limit = row["budget_used"], row["budget_limit"]
+    budget = " ".join(f"{k}={_num(used[k])}/{_num(limit[k])}" for k in BUDGET_KEYS)
+    return (f"{row['id']} {row['status']} step={row['step'] or '-'} iteration={row['iteration']} "
+            f"failing={row['failing_test'] or '-'} budget: {budget} gate={row['gate'] or '-'}")
+
+
+def _num(value: float) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def _check_code(rows: list[dict[str, Any]]) -> int:
+    statuses = {row["status"] for row in rows}
+    if "parked_at_eyes" in statuses:
+        return PARKED_EXIT
+    if "needs_attention" in statuses:
+        return ATTENTION_EXIT
+    return 0
+
+

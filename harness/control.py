@@ -1,0 +1,100 @@
+"""The human-owned files, read from the control ref, never from a goal's worktree."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+from harness.approval import (
+    Owner,
+    SignedRecord,
+    Verdict,
+    find_run_approval,
+    parse_approval_file,
+    parse_owners,
+)
+from harness.config import Config, parse_config
+from harness.errors import InvalidInput, TrustFailure
+from harness.gitrepo import Repo
+from harness.goal import Goal, check_goal_id, parse_goal
+
+CONFIG_PATH = ".harness/config.yaml"
+OWNERS_PATH = ".harness/owners"
+
+
+@dataclass(frozen=True)
+class Control:
+    repo: Repo
+    ref: str  # the ref as named (e.g. refs/heads/main)
+    commit: str  # what it pointed at when read
+    config: Config
+    owners_text: bytes | None
+
+    @property
+    def owners_sha256(self) -> str:
+        return hashlib.sha256(self.owners_text or b"").hexdigest()
+
+    def owners(self) -> tuple[Owner, ...]:
+        """The owners; fail closed when there are none (nobody could have approved)."""
+        if self.owners_text is None:
+            raise TrustFailure(
+                f"{OWNERS_PATH}: missing on {self.ref}: nobody can approve a goal "
+                "(run `harness init --owner P --key PUBKEY` and commit)"
+            )
+        return parse_owners(self.owners_text.decode("utf-8", "replace"), OWNERS_PATH)
+
+    def goal_ids(self) -> list[str]:
+        names = self.repo.list_names(self.commit, "goals")
+        return sorted(n[: -len(".yaml")] for n in names if n.endswith(".yaml"))
+
+    def goal_bytes(self, goal_id: str) -> bytes:
+        check_goal_id(goal_id, "goal id")
+        data = self.repo.read_blob(self.commit, f"goals/{goal_id}.yaml")
+        if data is None:
+            raise InvalidInput(
+                f"goals/{goal_id}.yaml: no such goal on {self.ref} (commit the goal file first)"
+            )
+        return data
+
+    def goal(self, goal_id: str, principals: set[str] | None = None) -> Goal:
+        source = f"goals/{goal_id}.yaml"
+        return parse_goal(
+            self.goal_bytes(goal_id), source, goal_id, self.config.defaults, principals
+        )
+
+    def approvals(self, goal_id: str) -> tuple[SignedRecord, ...]:
+        source = f"goals/{goal_id}.approval"
+        data = self.repo.read_blob(self.commit, source)
+        if data is None:
+            return ()
+        return parse_approval_file(data.decode("utf-8", "replace"), source)
+
+    def run_approval(self, goal: Goal) -> Verdict:
+        return find_run_approval(
+            self.approvals(goal.id),
+            self.owners(),
+            goal.id,
+            goal.sha256,
+            f"goals/{goal.id}.approval",
+        )
+
+    def principals(self) -> set[str]:
+        return {p for owner in self.owners() for p in owner.principals}
+
+
+def open_control(repo: Repo) -> Control:
+    """Read config and owners from the control ref (config's `control_ref` wins)."""
+    default_ref = repo.checked_out_ref()
+    commit = repo.rev_parse(default_ref)
+    if commit is None:
+        raise InvalidInput(f"{repo.root}: the repository has no commits yet; commit first")
+    config = parse_config(repo.read_blob(commit, CONFIG_PATH), CONFIG_PATH)
+    ref = default_ref
+    if config.control_ref:
+        ref = config.control_ref
+        resolved = repo.rev_parse(ref)
+        if resolved is None:
+            raise InvalidInput(f"{CONFIG_PATH}: control_ref: {ref!r} does not name a commit")
+        commit = resolved
+        config = parse_config(repo.read_blob(commit, CONFIG_PATH), CONFIG_PATH)
+    return Control(repo, ref, commit, config, repo.read_blob(commit, OWNERS_PATH))

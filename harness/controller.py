@@ -1,0 +1,508 @@
+"""The loop: advance one goal step by step until it reaches a stop state.
+
+Every state change is an event. The controller appends it, folds it into the cell, prints
+its text line, and at each step boundary writes the cell and the report and commits. What
+to do next is decided from the cell alone (`next_action`), so a process killed anywhere
+decides the same thing when it is run again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import tempfile
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Protocol
+
+from harness import failpoints
+from harness.agents import combine, parse_output, read_report_file
+from harness.approval import Verdict
+from harness.cell import READ_ONLY_STEPS, TERMINAL, WAITING, Cell, apply, cell_bytes
+from harness.control import Control
+from harness.fsutil import atomic_write
+from harness.gitrepo import Worktree
+from harness.goal import Goal
+from harness.hydrate import GoalPaths, Loaded
+from harness.judge import first_failing_test
+from harness.ledger import MAX_DATA_BYTES, Position
+from harness.render import text_line
+from harness.secret import Secret
+from harness.steps import StepResult, child_env, run_step
+
+PROTECTED_PREFIXES = ("goals/", ".harness/", "ledger/")
+TEXT_FIELD_BYTES = 12_000
+MAX_LISTED_PATHS = 200
+
+
+class Clock(Protocol):
+    def now(self) -> str: ...
+
+    def monotonic(self) -> float: ...
+
+
+class SystemClock:
+    def now(self) -> str:
+        return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+    def monotonic(self) -> float:
+        import time
+
+        return time.monotonic()
+
+
+@dataclass(frozen=True)
+class RunContext:
+    control: Control
+    secret: Secret
+    clock: Clock
+    print_line: Callable[[str], None]
+    base_env: Mapping[str, str]
+    max_steps: int | None = None
+
+
+def call_id(goal_id: str, iteration: int, step: str) -> str:
+    return hashlib.sha256(f"{goal_id}\0{iteration}\0{step}".encode()).hexdigest()[:16]
+
+
+def is_protected(path: str) -> bool:
+    return path.startswith(PROTECTED_PREFIXES) or path.endswith(".approval")
+
+
+def fit_text(text: str | None, limit: int = TEXT_FIELD_BYTES) -> str | None:
+    """Cut `text` from the front until its JSON form fits `limit` bytes, marking the cut."""
+    if text is None or len(json.dumps(text, ensure_ascii=False).encode()) <= limit:
+        return text
+    keep = limit // 6
+    return f"[… {len(text) - keep} characters cut]\n" + text[-keep:]
+
+
+def budget_limits(goal: Goal) -> dict[str, Any]:
+    b = goal.budget
+    return {
+        "iterations": b.max_iterations,
+        "seconds": b.max_seconds,
+        "cost_usd": b.max_cost_usd,
+        "turns": b.max_turns,
+        "passes": goal.halt.max_passes,
+    }
+
+
+def goal_steps(goal: Goal) -> list[str]:
+    optional = {"plan": goal.plan, "review": goal.review, "ship": goal.ship}
+    return [
+        s
+        for s in ("plan", "build", "judge", "review", "ship")
+        if s in ("build", "judge") or optional[s]
+    ]
+
+
+def build_prompt(goal: Goal, cell: Cell) -> str:
+    parts = [
+        f"Goal: {goal.id}",
+        f"Iteration: {cell.iteration} of {cell.limit.iterations}",
+        "",
+        "Objective:",
+        goal.objective.rstrip("\n"),
+        "",
+    ]
+    if cell.plan_notes:
+        parts += ["Plan:", cell.plan_notes.rstrip("\n"), ""]
+    if cell.failing_test:
+        parts += [
+            "This is a repair round: the previous attempt did not pass.",
+            f"Failing: {cell.failing_test}",
+            "Output tail:",
+            (cell.feedback or "").rstrip("\n"),
+            "",
+        ]
+    if goal.expect_files:
+        parts += ["These files must exist when you are done: " + ", ".join(goal.expect_files), ""]
+    return "\n".join(parts)
+
+
+class Recorder:
+    """Appends events for one goal, folds them into its cell, prints them, and commits."""
+
+    def __init__(self, goal_id: str, key: bytes, worktree: Worktree, paths: GoalPaths,
+                 loaded: Loaded, clock: Clock, print_line: Callable[[str], None]) -> None:
+        self.goal_id, self.key, self.clock, self.print_line = goal_id, key, clock, print_line
+        self.wt, self.paths = worktree, paths
+        self.ledger, self.report = loaded.ledger, loaded.report
+        self.cell = loaded.cell
+
+    def emit(self, type: str, step: str | None, iteration: int, data: Mapping[str, Any]) -> None:
+        record = self.ledger.append(type, step, iteration, data, self.clock.now())
+        failpoints.hit("after_append")
+        position = Position(record.event.seq, record.hash)
+        self.cell = apply(self.cell, record.event, position)
+        self.report.add(record.event)
+        self.print_line(text_line(record.event))
+
+    def checkpoint(self, message: str) -> str:
+        atomic_write(self.paths.cell, cell_bytes(self.cell, self.key))
+        failpoints.hit("after_cell_write")
+        atomic_write(self.paths.report, self.report.render(self.cell).encode())
+        failpoints.hit("before_commit")
+        commit = self.wt.commit(f"harness({self.goal_id}): {message}")
+        failpoints.hit("after_commit")
+        return commit
+
+    def gate(self, status: str, reason: str, detail: str) -> None:
+        self.emit("goal.gated", None, self.cell.iteration,
+                  {"status": status, "reason": reason, "detail": fit_text(detail, 4000)})
+        self.checkpoint(f"{status} ({reason})")
+
+
+class GoalRunner(Recorder):
+    """Drives one loaded goal in its worktree. The caller holds the goal's lock."""
+
+    def __init__(self, ctx: RunContext, goal: Goal, verdict: Verdict | None,
+                 worktree: Worktree, paths: GoalPaths, loaded: Loaded) -> None:
+        key = ctx.secret.goal_key(goal.id)
+        super().__init__(goal.id, key, worktree, paths, loaded, ctx.clock, ctx.print_line)
+        self.ctx, self.goal, self.verdict = ctx, goal, verdict
+        self.steps_run = 0
+
+    # ---- starting -----------------------------------------------------------------------
+
+    def start_or_revise(self, owners_sha256: str) -> None:
+        """Record the approved goal version: `goal.started` once, `goal.revised` after."""
+        if self.cell.goal_sha256 == self.goal.sha256:
+            return
+        assert self.verdict is not None
+        kind = "goal.started" if self.cell.goal_sha256 is None else "goal.revised"
+        self.emit(
+            kind,
+            None,
+            self.cell.iteration,
+            {
+                "goal_sha256": self.goal.sha256,
+                "owners_sha256": owners_sha256,
+                "approved_by": list(self.verdict.principals),
+                "steps": goal_steps(self.goal),
+                "limits": budget_limits(self.goal),
+                "no_progress_passes": self.goal.halt.no_progress_passes,
+                "control_commit": self.ctx.control.commit,
+            },
+        )
+        self.checkpoint(kind.replace("goal.", "goal "))
+
+    # ---- the loop -----------------------------------------------------------------------
+
+    def advance(self) -> Cell:
+        while self.cell.status not in TERMINAL | WAITING:
+            if self.ctx.max_steps is not None and self.steps_run >= self.ctx.max_steps:
+                break
+            self.step_once()
+        return self.cell
+
+    def step_once(self) -> None:
+        cell = self.cell
+        if cell.in_flight is not None:
+            self.resume_cut_off()
+            return
+        if cell.used.passes >= cell.limit.passes:
+            self.gate(
+                "needs_attention",
+                "max_passes",
+                f"{cell.used.passes} of {cell.limit.passes} passes used",
+            )
+        elif cell.step is None:
+            self.done_gate()
+        elif cell.step == "build" and cell.no_progress_count >= cell.no_progress_passes:
+            self.gate(
+                "needs_attention",
+                "no_progress",
+                f"failing {cell.failing_test} with an unchanged tree for {cell.no_progress_count} passes",
+            )
+        elif cell.step == "build" and cell.exhausted():
+            self.gate("needs_attention", "budget_exhausted", self.spend_text(cell.exhausted()))
+        else:
+            self.run(cell.step, cell.iteration)
+
+    def spend_text(self, keys: list[str]) -> str:
+        used, limit = self.cell.used, self.cell.limit
+        return ", ".join(f"{key} {getattr(used, key)}/{getattr(limit, key)}" for key in keys)
+
+    def done_gate(self) -> None:
+        missing = [f for f in self.goal.expect_files if not (self.wt.path / f).exists()]
+        if missing:
+            tree = self.wt.work_tree_id()
+            self.emit(
+                "done.blocked",
+                None,
+                self.cell.iteration,
+                {
+                    "missing": missing,
+                    "tree": tree,
+                    "detail": "expected files are missing: " + ", ".join(missing),
+                },
+            )
+            self.checkpoint("done gate blocked")
+        elif "ship" in self.cell.steps:
+            self.gate(
+                "parked_at_eyes",
+                "ship",
+                f"commit {self.wt.head()} passed the done gate; ship needs a signed decision",
+            )
+        else:
+            self.emit("goal.completed", None, self.cell.iteration, {"commit": self.wt.head()})
+            self.checkpoint("completed")
+
+    def resume_cut_off(self) -> None:
+        flight = self.cell.in_flight
+        assert flight is not None
+        if flight.step == "ship":
+            self.gate(
+                "parked_at_eyes",
+                "ship_outcome_unknown",
+                "the ship step was cut off; its outcome is unknown and it is never retried on its own",
+            )
+            return
+        changed = [
+            p for p in self.changed_since(flight.base) if not p.startswith(self.paths.rel + "/")
+        ]
+        self.emit(
+            "step.cutoff",
+            flight.step,
+            flight.iteration,
+            {"call_id": flight.call_id, "changed": changed[:MAX_LISTED_PATHS]},
+        )
+        if self.tampered(flight.base, changed, exclude_own=True):
+            return
+        self.run(flight.step, flight.iteration)
+
+    def changed_since(self, base: str) -> list[str]:
+        return self.wt.changed_paths(base) if self.wt.is_ancestor(base) else []
+
+    # ---- running one step ---------------------------------------------------------------
+
+    def run(self, step: str, iteration: int) -> None:
+        self.steps_run += 1
+        cid = call_id(self.goal.id, iteration, step)
+        self.emit("step.started", step, iteration, {"call_id": cid, "base": self.wt.head()})
+        started = self.checkpoint(f"{step} {iteration} started")
+        before = self.wt.work_tree_id() if step in READ_ONLY_STEPS else None
+        failpoints.hit(f"in_{step}")
+        result = self.execute(step, iteration)
+        finish = getattr(self, f"finish_{step}")
+        finish(step, iteration, cid, started, before, result)
+
+    def execute(self, step: str, iteration: int) -> tuple[StepResult, Path]:
+        spec = getattr(self.goal, step)
+        scratch = Path(tempfile.mkdtemp(prefix=f"harness-{self.goal.id}-"))
+        prompt = build_prompt(self.goal, self.cell)
+        (scratch / "prompt.txt").write_text(prompt)
+        env = child_env(
+            self.ctx.base_env,
+            self.ctx.control.config.scrub_env,
+            {
+                "HARNESS_GOAL": self.goal.id,
+                "HARNESS_ITERATION": str(iteration),
+                "HARNESS_STEP": step,
+                "HARNESS_PROMPT_FILE": str(scratch / "prompt.txt"),
+                "HARNESS_REPORT_FILE": str(scratch / "report.json"),
+            },
+        )
+        result = run_step(spec.run, self.wt.path, env, prompt.encode(), spec.timeout_s)
+        return result, scratch
+
+    def base_data(self, cid: str, result: StepResult) -> dict[str, Any]:
+        return {
+            "call_id": cid,
+            "exit_code": result.exit_code,
+            "timed_out": result.timed_out,
+            "duration_s": round(result.duration_s, 3),
+            "output_tail": fit_text(result.output_tail),
+        }
+
+    def finish(self, step: str, iteration: int, data: dict[str, Any]) -> None:
+        self.emit("step.finished", step, iteration, data)
+        self.checkpoint(f"{step} {iteration} finished")
+
+    def finish_build(
+        self,
+        step: str,
+        iteration: int,
+        cid: str,
+        started: str,
+        _: str | None,
+        outcome: tuple[StepResult, Path],
+    ) -> None:
+        result, scratch = outcome
+        usage = combine(
+            read_report_file(scratch / "report.json"),
+            parse_output(self.goal.build.format, result.stdout_tail),
+        )
+        _cleanup(scratch)
+        changed = self.changed_since(started)
+        data = self.base_data(cid, result) | {
+            "cost_usd": max(0.0, usage.cost_usd or 0.0),
+            "turns": max(0, usage.turns or 0),
+            "summary": fit_text(usage.summary, 4000),
+            "agent_error": usage.error,
+            "changed": changed[:MAX_LISTED_PATHS],
+            "tree": self.wt.work_tree_id(),
+        }
+        if self.tampered(started, changed, exclude_own=False, finished=(step, iteration, data)):
+            return
+        self.finish(step, iteration, data)
+
+    def finish_judge(
+        self,
+        step: str,
+        iteration: int,
+        cid: str,
+        started: str,
+        before: str | None,
+        outcome: tuple[StepResult, Path],
+    ) -> None:
+        result, scratch = outcome
+        _cleanup(scratch)
+        junit = self.wt.path / self.goal.judge.junit if self.goal.judge.junit else None
+        passed = result.exit_code == 0 and not result.timed_out
+        failing = None if passed else first_failing_test(result.output_tail, junit)
+        if junit is not None and self.goal.judge.junit:
+            self.drop_untracked(self.goal.judge.junit)
+        data = self.base_data(cid, result) | {
+            "result": "pass" if passed else "fail",
+            "failing_test": failing,
+        }
+        self.finish_read_only(step, iteration, before, data)
+
+    def finish_review(
+        self,
+        step: str,
+        iteration: int,
+        cid: str,
+        started: str,
+        before: str | None,
+        outcome: tuple[StepResult, Path],
+    ) -> None:
+        result, scratch = outcome
+        _cleanup(scratch)
+        passed = result.exit_code == 0 and not result.timed_out
+        data = self.base_data(cid, result) | {
+            "result": "pass" if passed else "fail",
+            "stdout_tail": fit_text(result.stdout_tail),
+        }
+        self.finish_read_only(step, iteration, before, data)
+
+    def finish_plan(
+        self,
+        step: str,
+        iteration: int,
+        cid: str,
+        started: str,
+        before: str | None,
+        outcome: tuple[StepResult, Path],
+    ) -> None:
+        result, scratch = outcome
+        _cleanup(scratch)
+        data = self.base_data(cid, result) | {
+            "result": "pass" if result.exit_code == 0 else "fail",
+            "stdout_tail": fit_text(result.stdout_tail),
+        }
+        self.finish_read_only(step, iteration, before, data)
+
+    def finish_ship(
+        self,
+        step: str,
+        iteration: int,
+        cid: str,
+        started: str,
+        _: str | None,
+        outcome: tuple[StepResult, Path],
+    ) -> None:
+        result, scratch = outcome
+        _cleanup(scratch)
+        shipped = result.exit_code == 0 and not result.timed_out
+        data = self.base_data(cid, result) | {"result": "pass" if shipped else "fail"}
+        self.emit("step.finished", step, iteration, data)
+        if shipped:
+            self.emit(
+                "goal.completed", None, iteration, {"commit": self.wt.head(), "detail": "shipped"}
+            )
+        else:
+            self.emit(
+                "goal.failed",
+                None,
+                iteration,
+                {"detail": f"the ship step exited {result.exit_code}"},
+            )
+        self.checkpoint("ship finished")
+
+    def finish_read_only(
+        self, step: str, iteration: int, before: str | None, data: dict[str, Any]
+    ) -> None:
+        after = self.wt.work_tree_id()
+        data["tree"] = after
+        if after == before:
+            self.finish(step, iteration, data)
+            return
+        changed = self.wt.git("diff", "--name-only", before or "", after).splitlines()
+        self.emit(
+            "step.finished",
+            step,
+            iteration,
+            data | {"result": "violation", "changed": changed[:MAX_LISTED_PATHS]},
+        )
+        self.gate(
+            "needs_attention",
+            "read_only_violation",
+            f"the {step} step is read-only but changed: {', '.join(changed[:20])}",
+        )
+
+    def drop_untracked(self, rel: str) -> None:
+        """The judge's JUnit file is a transient artifact unless the repository tracks it."""
+        path = self.wt.path / rel
+        tracked = self.wt.git("ls-files", "--", rel)
+        if path.is_file() and not tracked:
+            path.unlink()
+
+    # ---- tampering ----------------------------------------------------------------------
+
+    def tampered(
+        self,
+        base: str,
+        changed: list[str],
+        *,
+        exclude_own: bool,
+        finished: tuple[str, int, dict[str, Any]] | None = None,
+    ) -> bool:
+        """A build that touched a protected path: restore them, record, stop at tamper."""
+        rewritten = not self.wt.is_ancestor(base)
+        own = self.paths.rel + "/"
+        hits = [p for p in changed if is_protected(p) and not (exclude_own and p.startswith(own))]
+        if not hits and not rewritten:
+            return False
+        if rewritten:
+            self.wt.git("reset", "-q", "--soft", base)
+            hits = [p for p in self.wt.changed_paths(base) if is_protected(p)]
+        self.wt.restore_paths(base, hits)
+        # Our own files come back from memory: the in-memory cell and report are authoritative.
+        atomic_write(self.paths.cell, cell_bytes(self.cell, self.key))
+        if finished is not None:
+            step, iteration, data = finished
+            self.emit(
+                "step.finished",
+                step,
+                iteration,
+                data | {"result": "tamper", "tree": self.wt.work_tree_id()},
+            )
+        detail = ("history rewritten; " if rewritten else "") + "touched " + ", ".join(hits[:20])
+        self.gate("needs_attention", "tamper", detail)
+        return True
+
+
+def _cleanup(scratch: Path) -> None:
+    import shutil
+
+    shutil.rmtree(scratch, ignore_errors=True)
+
+
+def data_fits(data: Mapping[str, Any]) -> bool:
+    return len(json.dumps(data).encode()) <= MAX_DATA_BYTES

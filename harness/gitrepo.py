@@ -1,0 +1,261 @@
+"""Every git call the harness makes, with a clean environment.
+
+The git CLI is used directly (not through a library) because each call is one short
+process with no import cost on the `run` path. Hooks and fsmonitor are disabled for the
+harness's own calls: the agent can write `.git/hooks`, and a hook must never run with
+the harness's environment.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.errors import HarnessError, InvalidInput
+
+# Variables that would point git at another repository, index or object store.
+_GIT_LOCATING = (
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_INDEX_FILE",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_COMMON_DIR",
+    "GIT_NAMESPACE",
+    "GIT_CEILING_DIRECTORIES",
+    "GIT_CONFIG_PARAMETERS",
+    "GIT_CONFIG_COUNT",
+)
+_NEVER_TO_GIT = ("HARNESS_SECRET", "HARNESS_SECRET_FILE", "HARNESS_KEY_PASSPHRASE")
+_SAFE_CONFIG = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false")
+HARNESS_NAME = "goal-harness"
+HARNESS_EMAIL = "harness@goal-harness.invalid"
+
+
+class GitError(HarnessError):
+    """A git command failed; carries git's own message."""
+
+
+def git_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
+    env = dict(os.environ if base is None else base)
+    for name in (*_GIT_LOCATING, *_NEVER_TO_GIT):
+        env.pop(name, None)
+    env["GIT_TERMINAL_PROMPT"] = "0"
+    env["LC_ALL"] = "C"
+    return env
+
+
+_ENV = git_env()
+
+
+def run_git(
+    args: Sequence[str], cwd: Path, *, input: bytes | None = None, check: bool = True
+) -> subprocess.CompletedProcess[bytes]:
+    proc = subprocess.run(
+        ["git", *_SAFE_CONFIG, *args],
+        cwd=cwd,
+        env=_ENV,
+        input=input,
+        capture_output=True,
+    )
+    if check and proc.returncode != 0:
+        detail = proc.stderr.decode("utf-8", "replace").strip().splitlines()
+        raise GitError(f"git {' '.join(args[:3])} failed in {cwd}: {detail[-1] if detail else ''}")
+    return proc
+
+
+def git_text(args: Sequence[str], cwd: Path) -> str:
+    return run_git(args, cwd).stdout.decode("utf-8", "replace").strip()
+
+
+@dataclass(frozen=True)
+class Repo:
+    """The managed repository: its main worktree and its common git folder."""
+
+    root: Path
+    common_dir: Path
+
+    @classmethod
+    def discover(cls, start: Path) -> Repo:
+        proc = run_git(
+            ["rev-parse", "--path-format=absolute", "--git-common-dir"], start, check=False
+        )
+        if proc.returncode != 0:
+            raise InvalidInput(f"{start}: not inside a git repository (run `git init` first)")
+        common = Path(proc.stdout.decode().strip())
+        root = (
+            Path(git_text(["rev-parse", "--show-toplevel"], common.parent))
+            if common.name == ".git"
+            else None
+        )
+        if root is None:
+            raise InvalidInput(f"{start}: bare repositories are not supported; use a checkout")
+        return cls(root, common)
+
+    def git(self, *args: str) -> str:
+        return git_text(args, self.root)
+
+    def rev_parse(self, ref: str) -> str | None:
+        proc = run_git(["rev-parse", "-q", "--verify", f"{ref}^{{commit}}"], self.root, check=False)
+        return proc.stdout.decode().strip() if proc.returncode == 0 else None
+
+    def checked_out_ref(self) -> str:
+        """The branch checked out in the main worktree, or its commit when detached."""
+        proc = run_git(["symbolic-ref", "-q", "HEAD"], self.root, check=False)
+        if proc.returncode == 0:
+            return proc.stdout.decode().strip()
+        head = self.rev_parse("HEAD")
+        if head is None:
+            raise InvalidInput(f"{self.root}: the repository has no commits yet; commit first")
+        return head
+
+    def read_blob(self, ref: str, path: str) -> bytes | None:
+        proc = run_git(["cat-file", "blob", f"{ref}:{path}"], self.root, check=False)
+        return proc.stdout if proc.returncode == 0 else None
+
+    def list_names(self, ref: str, folder: str) -> list[str]:
+        """File names directly inside `folder` at `ref` (empty when absent)."""
+        proc = run_git(["ls-tree", "--name-only", f"{ref}:{folder}"], self.root, check=False)
+        if proc.returncode != 0:
+            return []
+        return proc.stdout.decode("utf-8", "replace").splitlines()
+
+    def is_ancestor(self, older: str, newer: str) -> bool:
+        proc = run_git(["merge-base", "--is-ancestor", older, newer], self.root, check=False)
+        return proc.returncode == 0
+
+    def worktree_path(self, goal_id: str) -> Path:
+        return self.root / ".harness" / "worktrees" / goal_id
+
+    def ensure_excluded(self, pattern: str) -> None:
+        """Keep harness-owned folders out of `git status` even before `harness init`."""
+        exclude = self.common_dir / "info" / "exclude"
+        text = exclude.read_text() if exclude.exists() else ""
+        if pattern not in text.splitlines():
+            exclude.parent.mkdir(parents=True, exist_ok=True)
+            with exclude.open("a") as handle:
+                handle.write(("" if text.endswith("\n") or not text else "\n") + pattern + "\n")
+
+    def add_worktree(self, path: Path, branch: str, start: str) -> Worktree:
+        self.ensure_excluded("/.harness/worktrees/")
+        run_git(["worktree", "prune"], self.root)
+        if self.rev_parse(f"refs/heads/{branch}") is None:
+            run_git(["worktree", "add", "-q", "-b", branch, str(path), start], self.root)
+        else:
+            run_git(["worktree", "add", "-q", str(path), branch], self.root)
+        return Worktree(path)
+
+    def harness_dir(self) -> Path:
+        """Machine-local harness state (locks, logs): inside .git, never committed."""
+        folder = self.common_dir / "harness"
+        folder.mkdir(parents=True, exist_ok=True)
+        return folder
+
+
+@dataclass(frozen=True)
+class Worktree:
+    """A goal's own worktree, on its own branch."""
+
+    path: Path
+
+    def git(self, *args: str) -> str:
+        return git_text(args, self.path)
+
+    def head(self) -> str:
+        return self.git("rev-parse", "HEAD")
+
+    def branch(self) -> str:
+        return self.git("symbolic-ref", "-q", "--short", "HEAD")
+
+    def stage_all(self) -> None:
+        run_git(["add", "-A"], self.path)
+
+    def work_tree_id(self, exclude_top: str = "ledger") -> str:
+        """Stage everything and return the git tree id of the work without `exclude_top`.
+
+        The ledger changes at every step, so it is left out of the fingerprint that
+        no-progress detection and read-only checks compare.
+        """
+        self.stage_all()
+        tree = self.git("write-tree")
+        listing = run_git(["ls-tree", "-z", tree], self.path).stdout
+        kept = [
+            e for e in listing.split(b"\0") if e and not e.endswith(b"\t" + exclude_top.encode())
+        ]
+        made = run_git(["mktree", "-z"], self.path, input=b"".join(e + b"\0" for e in kept))
+        return made.stdout.decode().strip()
+
+    def commit(self, message: str) -> str:
+        """Stage everything and commit as the harness; returns the new commit id."""
+        self.stage_all()
+        run_git(
+            [
+                "-c",
+                f"user.name={HARNESS_NAME}",
+                "-c",
+                f"user.email={HARNESS_EMAIL}",
+                "commit",
+                "-q",
+                "--no-verify",
+                "--allow-empty",
+                "-m",
+                message,
+            ],
+            self.path,
+        )
+        return self.head()
+
+    def is_clean(self) -> bool:
+        return not run_git(["status", "--porcelain"], self.path).stdout.strip()
+
+    def changed_paths(self, base: str) -> list[str]:
+        """Every path that differs between commit `base` and the working tree (staged)."""
+        self.stage_all()
+        out = run_git(["diff", "--cached", "--name-only", "-z", "--no-renames", base], self.path)
+        return [p for p in out.stdout.decode("utf-8", "replace").split("\0") if p]
+
+    def restore_paths(self, base: str, paths: Iterable[str]) -> None:
+        """Put `paths` back as they were at `base` (deleting those that did not exist)."""
+        for path in paths:
+            existed = run_git(["cat-file", "-e", f"{base}:{path}"], self.path, check=False)
+            if existed.returncode == 0:
+                run_git(["checkout", base, "--", path], self.path)
+            else:
+                run_git(["rm", "-q", "-f", "--cached", "--ignore-unmatch", "--", path], self.path)
+                (self.path / path).unlink(missing_ok=True)
+
+    def is_ancestor(self, older: str, newer: str = "HEAD") -> bool:
+        proc = run_git(["merge-base", "--is-ancestor", older, newer], self.path, check=False)
+        return proc.returncode == 0
+
+
+def read_blobs(repo_root: Path, specs: Sequence[str]) -> list[bytes | None]:
+    """Many `<rev>:<path>` blobs through one `git cat-file --batch` process."""
+    if not specs:
+        return []
+    request = "".join(f"{spec}\n" for spec in specs).encode()
+    data = run_git(["cat-file", "--batch"], repo_root, input=request).stdout
+    blobs: list[bytes | None] = []
+    offset = 0
+    for _ in specs:
+        end = data.index(b"\n", offset)
+        header = data[offset:end].split()
+        offset = end + 1
+        if len(header) != 3:
+            blobs.append(None)
+            continue
+        size = int(header[2])
+        blobs.append(data[offset : offset + size])
+        offset += size + 1
+    return blobs
+
+
+def branch_heads(repo_root: Path, prefix: str) -> dict[str, str]:
+    """Branch name (without refs/heads/) -> commit, for branches starting with `prefix`."""
+    out = run_git(
+        ["for-each-ref", "--format=%(refname:short) %(objectname)", f"refs/heads/{prefix}"], repo_root
+    ).stdout.decode()
+    return dict(line.split(" ", 1) for line in out.splitlines() if " " in line)

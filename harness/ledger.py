@@ -1,0 +1,282 @@
+"""The append-only, hash-chained, MAC'd event ledger of one goal.
+
+A line is `{"e":<event>,"mac":"<hex>"}` followed by a newline, where `<event>` is the
+canonical JSON of the event and the MAC is HMAC-SHA256 over a domain tag and those exact
+bytes. Keeping the MAC outside the event lets a reader check it on the raw bytes it read,
+with no re-serialising. Each event names the SHA-256 of the previous line (newline
+included); the first names GENESIS.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import os
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harness.errors import HarnessError, TrustFailure
+from harness.fsutil import append_line, canonical_json, fsync_dir
+
+FORMAT_VERSION = 1
+SEGMENT_BYTES = 8 * 1024 * 1024
+MAX_DATA_BYTES = 64 * 1024
+GENESIS = "0" * 64
+EVENT_KEYS = frozenset({"v", "seq", "ts", "type", "goal", "step", "iter", "data", "prev"})
+_MAC_TAG = b"harness-event\x00"
+_HEAD = b'{"e":'
+_MAC_OPEN = b',"mac":"'
+_TAIL = b'"}\n'
+_TRAILER = len(_MAC_OPEN) + 64 + len(_TAIL)
+
+
+@dataclass(frozen=True)
+class Position:
+    """Where the ledger stands: the last event's sequence number and line hash."""
+
+    seq: int
+    hash: str
+
+    def __str__(self) -> str:
+        return f"{self.seq}:{self.hash}"
+
+
+START = Position(0, GENESIS)
+
+
+@dataclass(frozen=True)
+class Event:
+    seq: int
+    ts: str
+    type: str
+    goal: str
+    step: str | None
+    iteration: int
+    data: Mapping[str, Any]
+    prev: str
+
+
+@dataclass(frozen=True)
+class Record:
+    """A verified event with where it was read from."""
+
+    event: Event
+    hash: str
+    segment: str
+    line: int
+    end: int  # byte offset just past this line in its segment
+
+
+class LedgerBroken(TrustFailure):
+    """The ledger fails verification at a named segment and line."""
+
+    def __init__(self, path: Path | str, line: int, problem: str, seq: int | None = None) -> None:
+        where = f"{path}: line {line}" + (f" (event {seq})" if seq is not None else "")
+        super().__init__(f"{where}: {problem}")
+        self.path = str(path)
+        self.line = line
+        self.seq = seq
+        self.problem = problem
+
+
+@dataclass(frozen=True)
+class TornTail:
+    """Bytes after the last newline of the last segment: a crash mid-append."""
+
+    path: Path
+    offset: int
+    length: int
+
+
+def segment_name(index: int) -> str:
+    return f"{index:06d}.jsonl"
+
+
+def _mac(base: Any, body: bytes) -> str:
+    mac = base.copy()
+    mac.update(body)
+    return str(mac.hexdigest())
+
+
+class Ledger:
+    """One goal's ledger folder (`ledger/<id>/events`). Read with `records()`, then append."""
+
+    def __init__(
+        self, folder: Path, goal_id: str, key: bytes, segment_bytes: int = SEGMENT_BYTES
+    ) -> None:
+        self.folder = folder
+        self.goal_id = goal_id
+        self.segment_bytes = segment_bytes
+        self._mac_base = hmac.new(key, _MAC_TAG, hashlib.sha256)
+        self.head = START
+        self.torn: TornTail | None = None
+        self._segment_index = 1
+        self._segment_size = 0
+        self._segment_lines = 0
+        self._scanned = False
+
+    def segments(self) -> list[Path]:
+        """Segment files in order; a gap or a stray name is a broken ledger."""
+        if not self.folder.is_dir():
+            return []
+        names = sorted(p.name for p in self.folder.iterdir() if not p.name.startswith("."))
+        for index, name in enumerate(names, start=1):
+            if name != segment_name(index):
+                raise LedgerBroken(
+                    self.folder / name,
+                    0,
+                    f"unexpected segment name (expected {segment_name(index)})",
+                )
+        return [self.folder / name for name in names]
+
+    def records(self) -> Iterator[Record]:
+        """Stream and verify every event from the first; sets `head` and `torn` at the end."""
+        prev = START
+        paths = self.segments()
+        for number, path in enumerate(paths, start=1):
+            last_segment = number == len(paths)
+            size = whole = 0
+            with path.open("rb") as handle:
+                for line_no, line in enumerate(handle, start=1):
+                    if not line.endswith(b"\n"):
+                        if last_segment:
+                            self.torn = TornTail(path, size, len(line))
+                            break
+                        raise LedgerBroken(
+                            path, line_no, "line has no newline before the next segment"
+                        )
+                    size += len(line)
+                    record = self._verify(line, path, line_no, prev, size)
+                    prev = Position(record.event.seq, record.hash)
+                    whole = line_no
+                    yield record
+            if size == 0 and self.torn is None:
+                raise LedgerBroken(path, 1, "empty segment")
+            self._segment_index, self._segment_size, self._segment_lines = number, size, whole
+        self.head = prev
+        self._scanned = True
+
+    def _verify(self, line: bytes, path: Path, line_no: int, prev: Position, end: int) -> Record:
+        if not (
+            line.startswith(_HEAD)
+            and line[-_TRAILER:].startswith(_MAC_OPEN)
+            and line.endswith(_TAIL)
+        ):
+            raise LedgerBroken(path, line_no, "not a ledger line")
+        body = line[len(_HEAD) : -_TRAILER]
+        mac = line[-_TRAILER + len(_MAC_OPEN) : -len(_TAIL)]
+        if not hmac.compare_digest(_mac(self._mac_base, body).encode(), mac):
+            raise LedgerBroken(
+                path,
+                line_no,
+                "MAC does not match: the event was edited or forged, or the secret is wrong",
+            )
+        event = self._parse(body, path, line_no)
+        if event.seq != prev.seq + 1:
+            raise LedgerBroken(
+                path,
+                line_no,
+                f"sequence {event.seq} follows {prev.seq}: an event was removed, reordered or replayed",
+                event.seq,
+            )
+        if event.prev != prev.hash:
+            raise LedgerBroken(
+                path,
+                line_no,
+                "chain broken: prev does not match the hash of the line before",
+                event.seq,
+            )
+        return Record(event, hashlib.sha256(line).hexdigest(), path.name, line_no, end)
+
+    def _parse(self, body: bytes, path: Path, line_no: int) -> Event:
+        try:
+            raw = json.loads(body)
+        except ValueError:
+            raise LedgerBroken(path, line_no, "event is not valid JSON") from None
+        if not isinstance(raw, dict) or raw.keys() != EVENT_KEYS:
+            raise LedgerBroken(path, line_no, "event does not have the ledger's fields")
+        if raw["v"] != FORMAT_VERSION:
+            raise LedgerBroken(
+                path,
+                line_no,
+                f"unknown ledger format version {raw['v']!r} (this harness reads version {FORMAT_VERSION})",
+            )
+        if raw["goal"] != self.goal_id:
+            raise LedgerBroken(
+                path, line_no, f"event belongs to goal {raw['goal']!r}, not {self.goal_id!r}"
+            )
+        return Event(
+            raw["seq"],
+            raw["ts"],
+            raw["type"],
+            raw["goal"],
+            raw["step"],
+            raw["iter"],
+            raw["data"],
+            raw["prev"],
+        )
+
+    def load(self) -> list[Record]:
+        return list(self.records())
+
+    def cut_torn_tail(self) -> TornTail | None:
+        """Drop a torn last line. Only whole events are ever kept; nothing else is rewritten."""
+        torn = self.torn
+        if torn is None:
+            return None
+        fd = os.open(torn.path, os.O_WRONLY)
+        try:
+            os.ftruncate(fd, torn.offset)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        if torn.offset == 0:
+            torn.path.unlink()
+            fsync_dir(torn.path.parent)
+        self.torn = None
+        return torn
+
+    def append(
+        self, type: str, step: str | None, iteration: int, data: Mapping[str, Any], ts: str
+    ) -> Record:
+        """Append one event as one fsynced line; the ledger must have been read first."""
+        if not self._scanned or self.torn is not None:
+            raise HarnessError("ledger appended before it was verified")
+        seq = self.head.seq + 1
+        event = {
+            "v": FORMAT_VERSION,
+            "seq": seq,
+            "ts": ts,
+            "type": type,
+            "goal": self.goal_id,
+            "step": step,
+            "iter": iteration,
+            "data": dict(data),
+            "prev": self.head.hash,
+        }
+        if len(canonical_json(event["data"])) > MAX_DATA_BYTES:
+            raise HarnessError(f"event {type} data exceeds {MAX_DATA_BYTES} bytes")
+        body = canonical_json(event)
+        line = _HEAD + body + _MAC_OPEN + _mac(self._mac_base, body).encode() + _TAIL
+        path = self._target(len(line))
+        append_line(path, line)
+        if self._segment_size == 0:
+            fsync_dir(self.folder)
+        self._segment_size += len(line)
+        self._segment_lines += 1
+        digest = hashlib.sha256(line).hexdigest()
+        self.head = Position(seq, digest)
+        # Parse back what was written, so live rendering sees exactly what replay will.
+        parsed = self._parse(body, path, self._segment_lines)
+        return Record(parsed, digest, path.name, self._segment_lines, self._segment_size)
+
+    def _target(self, size: int) -> Path:
+        if self._segment_size and self._segment_size + size > self.segment_bytes:
+            self._segment_index += 1
+            self._segment_size = 0
+            self._segment_lines = 0
+        self.folder.mkdir(parents=True, exist_ok=True)
+        return self.folder / segment_name(self._segment_index)

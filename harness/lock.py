@@ -1,0 +1,56 @@
+"""Per-goal locks on one machine: an flock on a file in the common git folder.
+
+The kernel drops an flock when its holder dies, so a crashed run never leaves a stale
+lock behind; the file's content (the holder's pid) is only for messages.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+from pathlib import Path
+from types import TracebackType
+
+from harness.errors import Busy
+
+
+class GoalLock:
+    def __init__(self, folder: Path, goal_id: str) -> None:
+        folder.mkdir(parents=True, exist_ok=True)
+        self.path = folder / f"{goal_id}.lock"
+        self._fd: int | None = None
+
+    def acquire(self) -> None:
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.read(fd, 32).decode("ascii", "replace").strip() or "?"
+            os.close(fd)
+            raise Busy(f"goal {self.path.stem} is busy: process {holder} is running it") from None
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+        self._fd = fd
+
+    def release(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def held_elsewhere(self) -> bool:
+        """True when another process holds the lock right now."""
+        try:
+            self.acquire()
+        except Busy:
+            return True
+        self.release()
+        return False
+
+    def __enter__(self) -> GoalLock:
+        self.acquire()
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.release()

@@ -1,0 +1,87 @@
+"""Finding a goal's files: its worktree, its branch, or a ledger folder in the checkout."""
+
+from __future__ import annotations
+
+import io
+import tarfile
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.control import Control
+from harness.errors import InvalidInput, TrustFailure
+from harness.gitrepo import Repo, Worktree, run_git
+from harness.goal import check_goal_id
+from harness.hydrate import Committed, GoalPaths, committed_view
+
+
+@dataclass(frozen=True)
+class Located:
+    paths: GoalPaths
+    committed: Committed | None
+    origin: str  # "worktree", "branch" or "checkout"
+
+
+def branch_name(control: Control, goal_id: str) -> str:
+    return f"{control.config.branch_prefix}{goal_id}"
+
+
+def open_worktree(repo: Repo, control: Control, goal_id: str) -> Worktree | None:
+    """The goal's worktree if it exists, checked to be on the goal's branch."""
+    path = repo.worktree_path(goal_id)
+    if not (path / ".git").exists():
+        return None
+    wt = Worktree(path)
+    expected = branch_name(control, goal_id)
+    actual = run_git(["symbolic-ref", "-q", "--short", "HEAD"], path, check=False).stdout.decode().strip()
+    if actual != expected:
+        raise TrustFailure(f"{path}: the worktree is on {actual or 'a detached HEAD'!r}, not {expected!r}; "
+                           "check it out again or remove it with `git worktree remove`")
+    return wt
+
+
+def ensure_worktree(repo: Repo, control: Control, goal_id: str) -> Worktree:
+    """The goal's worktree, created (from its branch, or a new branch from the control ref)."""
+    existing = open_worktree(repo, control, goal_id)
+    if existing is not None:
+        return existing
+    return repo.add_worktree(repo.worktree_path(goal_id), branch_name(control, goal_id), control.commit)
+
+
+@contextmanager
+def locate(repo: Repo, control: Control, goal_id: str) -> Iterator[Located]:
+    """Where to read a goal's record from, best first: worktree, branch, checkout folder."""
+    check_goal_id(goal_id, "goal id")
+    wt = open_worktree(repo, control, goal_id)
+    if wt is not None:
+        paths = GoalPaths(wt.path, goal_id)
+        yield Located(paths, committed_view(paths), "worktree")
+        return
+    branch = branch_name(control, goal_id)
+    if repo.rev_parse(f"refs/heads/{branch}"):
+        with tempfile.TemporaryDirectory(prefix="harness-") as tmp:
+            yield _from_branch(repo, branch, goal_id, Path(tmp))
+        return
+    paths = GoalPaths(repo.root, goal_id)
+    if paths.folder.is_dir():
+        yield Located(paths, committed_view(paths), "checkout")
+        return
+    raise InvalidInput(f"goal {goal_id}: no record yet (no worktree, no branch {branch}, no ledger/{goal_id})")
+
+
+def _from_branch(repo: Repo, branch: str, goal_id: str, tmp: Path) -> Located:
+    archive = run_git(["archive", "--format=tar", branch, f"ledger/{goal_id}"], repo.root, check=False)
+    if archive.returncode == 0:
+        with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
+            tar.extractall(tmp, filter="data")
+    paths = GoalPaths(tmp, goal_id)
+    view = _branch_committed(repo, branch, paths)
+    return Located(paths, view, "branch")
+
+
+def _branch_committed(repo: Repo, branch: str, paths: GoalPaths) -> Committed:
+    cell = repo.read_blob(branch, f"{paths.rel}/state.json")
+    sizes = {p.name: p.stat().st_size for p in paths.events.glob("*.jsonl")} if paths.events.is_dir() else {}
+    return Committed(cell, sizes)
