@@ -1,0 +1,39 @@
+"""Shared fixtures: real temporary git repositories, real keys, real subprocess agents."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+
+# Fixed identities and dates, set before harness (and git) ever runs in this process.
+os.environ.update(
+    {
+        "GIT_AUTHOR_NAME": "Test Author",
+        "GIT_AUTHOR_EMAIL": "author@example.com",
+        "GIT_COMMITTER_NAME": "Test Committer",
+        "GIT_COMMITTER_EMAIL": "committer@example.com",
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "XDG_CONFIG_HOME": tempfile.mkdtemp(prefix="harness-test-config-"),
+    }
+)
+for _name in ("HARNESS_SECRET", "HARNESS_SECRET_FILE", "HARNESS_FAILPOINT"):
+    os.environ.pop(_name, None)
+
+import pytest  # noqa: E402
+
+from tests.managed import ManagedRepo, make_key  # noqa: E402
+
+
+@pytest.fixture
+def owner_key(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    return make_key(tmp_path_factory.mktemp("keys"), "owner")
+
+
+@pytest.fixture
+def managed(tmp_path, owner_key):  # type: ignore[no-untyped-def]
+    """A factory: managed(goal=..., files=...) -> an approved, committed ManagedRepo."""
+
+    def factory(**kwargs):  # type: ignore[no-untyped-def]
+        return ManagedRepo.create(tmp_path / "repo", owner_key, **kwargs)
+
+    return factory

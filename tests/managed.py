@@ -1,0 +1,212 @@
+"""A managed repository for tests: goal, owners, approval, scripted agent and judge.
+
+The agent and judge are small real Python scripts. Each appends a line to a counter file
+outside the repository, so a test can count how often each really ran.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+SECRET = "test-secret-0123456789abcdef0123456789abcdef"
+OWNER = "owner@example.com"
+
+
+@dataclass(frozen=True)
+class Key:
+    private: Path
+    public: str  # "ssh-ed25519 AAAA..."
+
+
+def make_key(folder: Path, name: str) -> Key:
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    key = Ed25519PrivateKey.generate()
+    private = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.OpenSSH, serialization.NoEncryption()
+    )
+    public = key.public_key().public_bytes(
+        serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH
+    )
+    path = folder / name
+    path.write_bytes(private)
+    path.chmod(0o600)
+    (folder / f"{name}.pub").write_bytes(public + b"\n")
+    return Key(path, public.decode())
+
+
+# The agent: behaviour chosen by the test through AGENT_MODE in its own file.
+AGENT = r'''
+import json, os, sys, time
+from pathlib import Path
+counter = Path(os.environ["TEST_COUNTER_DIR"]) / "build.log"
+iteration = os.environ["HARNESS_ITERATION"]
+with counter.open("a") as f:
+    f.write(iteration + "\n")
+mode = Path("agent_mode.txt").read_text().strip() if Path("agent_mode.txt").exists() else "fix-on-2"
+prompt = sys.stdin.read()
+Path(os.environ["TEST_COUNTER_DIR"], f"prompt-{iteration}.txt").write_text(prompt)
+if Path(os.environ["TEST_COUNTER_DIR"], "hang-build").exists():
+    Path(os.environ["TEST_COUNTER_DIR"], f"hanging-{os.getpid()}").write_text("")
+    time.sleep(120)
+if mode == "nothing":
+    pass
+elif mode == "never":
+    Path("attempts.txt").open("a").write(iteration + "\n")
+elif mode == "fix-on-2":
+    Path("value.txt").write_text("right\n" if int(iteration) >= 2 else "wrong\n")
+elif mode == "fix-on-1":
+    Path("value.txt").write_text("right\n")
+elif mode == "tamper-owners":
+    Path(".harness/owners").open("a").write("mallory ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIJ9ZcHh0kQ6nqlqS0tPn6q1QJ1mH7xX5c8K0q9Q8lq8R\n")
+    Path("value.txt").write_text("right\n")
+elif mode == "env-dump":
+    Path(os.environ["TEST_COUNTER_DIR"], "env.json").write_text(json.dumps(dict(os.environ)))
+    Path("value.txt").write_text("right\n")
+report = os.environ.get("HARNESS_REPORT_FILE")
+if report:
+    Path(report).write_text(json.dumps({"cost_usd": 0.25, "turns": 2, "summary": "did " + mode}))
+print("agent done", mode)
+'''
+
+JUDGE = r'''
+import os, sys
+from pathlib import Path
+counter = Path(os.environ["TEST_COUNTER_DIR"]) / "judge.log"
+with counter.open("a") as f:
+    f.write(os.environ.get("HARNESS_ITERATION", "?") + "\n")
+value = Path("value.txt").read_text().strip() if Path("value.txt").exists() else ""
+if value == "right":
+    print("1 passed")
+    sys.exit(0)
+print("FAILED tests/test_value.py::test_value_is_right - AssertionError: value is " + repr(value))
+sys.exit(1)
+'''
+
+
+def base_goal(goal_id: str = "g1") -> dict[str, Any]:
+    py = sys.executable
+    return {
+        "version": 1,
+        "id": goal_id,
+        "owner": OWNER,
+        "objective": "Make value.txt say right.\n",
+        "build": {"run": [py, "agent.py"], "timeout": "60s"},
+        "judge": {"run": [py, "judge.py"], "timeout": "60s"},
+        "budget": {"max_iterations": 3},
+        "halt": {"no_progress_passes": 2, "max_passes": 50},
+    }
+
+
+def git(cwd: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", *args], cwd=cwd, check=True, capture_output=True, text=True
+    ).stdout.strip()
+
+
+@dataclass
+class ManagedRepo:
+    root: Path
+    key: Key
+    counters: Path
+    goal_id: str
+    env: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def create(
+        cls,
+        root: Path,
+        key: Key,
+        goal: dict[str, Any] | None = None,
+        mode: str = "fix-on-2",
+        files: dict[str, str] | None = None,
+        approve: bool = True,
+    ) -> ManagedRepo:
+        goal = goal or base_goal()
+        root.mkdir(parents=True)
+        counters = root.parent / "counters"
+        counters.mkdir(exist_ok=True)
+        git(root, "init", "-q", "-b", "main")
+        contents = {
+            ".gitignore": "__pycache__/\n/.harness/worktrees/\n",
+            ".harness/owners": f"{OWNER} {key.public}\n",
+            "agent.py": AGENT,
+            "judge.py": JUDGE,
+            "agent_mode.txt": mode + "\n",
+            f"goals/{goal['id']}.yaml": yaml.safe_dump(goal, sort_keys=False),
+            **(files or {}),
+        }
+        for name, text in contents.items():
+            (root / name).parent.mkdir(parents=True, exist_ok=True)
+            (root / name).write_text(text)
+        env = {**os.environ, "HARNESS_SECRET": SECRET, "TEST_COUNTER_DIR": str(counters)}
+        repo = cls(root, key, counters, goal["id"], env)
+        if approve:
+            repo.harness("approve", goal["id"], "--key", str(key.private), check=0)
+        git(root, "add", "-A")
+        git(root, "commit", "-q", "-m", "set up")
+        return repo
+
+    def harness(
+        self, *args: str, check: int | None = None, env: dict[str, str] | None = None, timeout: float = 120
+    ) -> subprocess.CompletedProcess[str]:
+        proc = subprocess.run(
+            [sys.executable, "-m", "harness", *args],
+            cwd=self.root,
+            env=env if env is not None else self.env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+        if check is not None:
+            assert proc.returncode == check, (proc.returncode, proc.stdout, proc.stderr)
+        return proc
+
+    def spawn(self, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+        return subprocess.Popen(
+            [sys.executable, "-m", "harness", *args],
+            cwd=self.root,
+            env=env if env is not None else self.env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+
+    @property
+    def worktree(self) -> Path:
+        return self.root / ".harness" / "worktrees" / self.goal_id
+
+    @property
+    def ledger_dir(self) -> Path:
+        return self.worktree / "ledger" / self.goal_id
+
+    def count(self, step: str) -> list[str]:
+        path = self.counters / f"{step}.log"
+        return path.read_text().split() if path.exists() else []
+
+    def status(self) -> dict[str, Any]:
+        rows = json.loads(self.harness("status", "--json", self.goal_id, check=0).stdout)
+        assert len(rows) == 1
+        return dict(rows[0])
+
+    def snapshot(self) -> dict[str, bytes]:
+        """Every file below the repository (worktrees included), for byte comparisons."""
+        files = {}
+        for path in sorted(self.root.rglob("*")):
+            if path.is_file() and "/.git/" not in str(path) and not str(path).endswith("/.git"):
+                files[str(path.relative_to(self.root))] = path.read_bytes()
+        return files
+
+    def commit_goal_change(self, goal: dict[str, Any]) -> None:
+        (self.root / "goals" / f"{self.goal_id}.yaml").write_text(yaml.safe_dump(goal, sort_keys=False))
+        git(self.root, "add", "-A")
+        git(self.root, "commit", "-q", "-m", "edit goal")
