@@ -1,0 +1,173 @@
+""".harness/config.yaml: the human-owned settings read from the control branch.
+
+Every key is optional; a missing file or an empty one means DEFAULT_CONFIG. The control
+ref's own default (the branch checked out in the main worktree) is resolved by the
+caller, so `control_ref` stays None here when the file does not name one.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
+
+from harness import yamlutil
+from harness.errors import invalid
+from harness.goal import Budget, Halt, budget_from, halt_from, parse_duration
+from harness.yamlutil import show_value
+
+MAX_CONFIG_FILE_BYTES = 256 * 1024
+SCHEMA = "config.schema.json"
+DESTRUCTIVE_CLASSES = (
+    "schema_change",
+    "data_deletion",
+    "secret_rotation",
+    "auth",
+    "payments",
+    "production_deploy",
+    "branch_protection",
+    "external_accounts",
+)
+
+_ENV_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# What git check-ref-format refuses anywhere in a name: controls, space, ~ ^ : ? * [ \.
+_REF_FORBIDDEN_RE = re.compile(r"[\x00-\x20\x7f~^:?*\[\\]")
+
+
+@dataclass(frozen=True)
+class Defaults:
+    """Bounds a goal file may leave out."""
+
+    budget: Budget
+    halt: Halt
+    timeouts: Mapping[str, int]  # seconds per step: build judge review plan ship
+
+
+@dataclass(frozen=True)
+class DestructiveRule:
+    """An extra destructive-class rule: a change matching a path glob or line regex."""
+
+    cls: str
+    paths: tuple[str, ...]
+    lines: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Config:
+    control_ref: str | None
+    branch_prefix: str
+    defaults: Defaults
+    scrub_env: tuple[str, ...]
+    destructive: tuple[DestructiveRule, ...]
+
+
+DEFAULT_DEFAULTS = Defaults(
+    budget=Budget(max_iterations=3, max_seconds=2 * 3600, max_cost_usd=20.0, max_turns=300),
+    halt=Halt(no_progress_passes=2, max_passes=50),
+    timeouts=MappingProxyType(
+        {"build": 30 * 60, "judge": 10 * 60, "review": 10 * 60, "plan": 10 * 60, "ship": 10 * 60}
+    ),
+)
+DEFAULT_CONFIG = Config(
+    control_ref=None,
+    branch_prefix="harness/",
+    defaults=DEFAULT_DEFAULTS,
+    scrub_env=(),
+    destructive=(),
+)
+
+
+def parse_config(data: bytes | None, source: str) -> Config:
+    """Validate .harness/config.yaml's bytes; None (no file) gives DEFAULT_CONFIG."""
+    if data is None:
+        return DEFAULT_CONFIG
+    yamlutil.check_size(data, MAX_CONFIG_FILE_BYTES, source)
+    document = yamlutil.load_yaml(data, source)
+    if document is None:  # only comments, or nothing: every setting at its default
+        return DEFAULT_CONFIG
+    raw = yamlutil.expect_mapping(document, source)
+    yamlutil.validate(raw, SCHEMA, source)
+    return _config_from(raw, source)
+
+
+def _config_from(raw: Mapping[str, Any], source: str) -> Config:
+    control_ref = raw.get("control_ref")
+    return Config(
+        control_ref=None if control_ref is None else _checked_ref(control_ref, source),
+        branch_prefix=_checked_prefix(raw.get("branch_prefix", "harness/"), source),
+        defaults=_defaults_from(raw.get("defaults", {}), source),
+        scrub_env=_scrub_env(raw.get("scrub_env", []), source),
+        destructive=tuple(
+            _rule(rule, source, f"destructive[{index}]")
+            for index, rule in enumerate(raw.get("destructive", []))
+        ),
+    )
+
+
+def _defaults_from(raw: Mapping[str, Any], source: str) -> Defaults:
+    builtin = DEFAULT_DEFAULTS
+    timeouts = dict(builtin.timeouts)
+    for step, value in raw.get("timeouts", {}).items():
+        timeouts[step] = parse_duration(value, source, f"defaults.timeouts.{step}")
+    return Defaults(
+        budget=budget_from(raw.get("budget", {}), builtin.budget, source, "defaults.budget"),
+        halt=halt_from(raw.get("halt", {}), builtin.halt),
+        timeouts=MappingProxyType(timeouts),
+    )
+
+
+def valid_ref_name(name: str) -> bool:
+    """A conservative subset of git's branch-name rules, and never an option (`-x`)."""
+    if name.startswith(("-", "/")) or name.endswith(("/", ".")) or name == "@":
+        return False
+    if _REF_FORBIDDEN_RE.search(name) or any(bad in name for bad in ("..", "@{", "//")):
+        return False
+    parts = name.split("/")
+    return not any(part.startswith(".") or part.endswith(".lock") for part in parts)
+
+
+def _checked_ref(name: str, source: str) -> str:
+    if not valid_ref_name(name):
+        problem = f"{show_value(name)} is not a valid git branch name"
+        raise invalid(source, "control_ref", problem, "a git branch name such as main")
+    return name
+
+
+def _checked_prefix(prefix: str, source: str) -> str:
+    # A prefix is good when it makes a good branch name with any goal id after it.
+    if not valid_ref_name(prefix + "x"):
+        problem = f"{show_value(prefix)} does not make valid git branch names"
+        raise invalid(source, "branch_prefix", problem, "a prefix such as harness/")
+    return prefix
+
+
+def _scrub_env(names: list[str], source: str) -> tuple[str, ...]:
+    for index, name in enumerate(names):
+        if not _ENV_NAME_RE.fullmatch(name):
+            problem = f"{show_value(name)} is not an environment variable name"
+            expected = "letters, digits and '_', not starting with a digit"
+            raise invalid(source, f"scrub_env[{index}]", problem, expected)
+    return tuple(names)
+
+
+def _rule(raw: Mapping[str, Any], source: str, key: str) -> DestructiveRule:
+    paths = tuple(raw.get("paths", []))
+    lines = tuple(raw.get("lines", []))
+    if not paths and not lines:
+        problem = "rule has neither paths nor lines"
+        raise invalid(source, key, problem, "at least one path glob or line regex")
+    for index, pattern in enumerate(lines):
+        _check_regex(pattern, source, f"{key}.lines[{index}]")
+    return DestructiveRule(cls=raw["class"], paths=paths, lines=lines)
+
+
+def _check_regex(pattern: str, source: str, key: str) -> None:
+    try:
+        re.compile(pattern)
+    # re raises OverflowError for huge repeat counts and RecursionError for very deep
+    # nesting; both are this pattern's fault, not the harness's.
+    except (re.error, OverflowError, RecursionError) as exc:
+        problem = f"{show_value(pattern)} does not compile: {exc}"
+        raise invalid(source, key, problem, "a Python regular expression") from None
