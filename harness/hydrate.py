@@ -136,7 +136,6 @@ def load(
     source = f"{paths.rel}/state.json"
     working = _read_cell(paths, source, key)
     ledger = Ledger(paths.events, paths.goal_id, key)
-    _check_cut(paths, ledger, committed)
     scan = _Scan(paths, committed, working.position if working else START)
     report = MarkdownReport(paths.goal_id)
     count = 0
@@ -146,6 +145,7 @@ def load(
         count += 1
         if on_record is not None:
             on_record(record)
+    _check_cut(paths, ledger, committed)
     _check_committed_cell(paths, key, committed, scan.committed_head, source)
     _check_working_cell(paths, working, scan, ledger.head)
     torn = ledger.torn
