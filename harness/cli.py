@@ -10,7 +10,6 @@ import os
 import sys
 import tempfile
 import traceback
-
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +46,10 @@ class HarnessGroup(click.Group):
             ctx.exit(130)
         except Exception as exc:  # a bug: keep the traceback, show one line
             log = _crash_log(exc)
-            click.echo(f"harness: internal error: {type(exc).__name__}: {exc} (traceback in {log})", err=True)
+            click.echo(
+                f"harness: internal error: {type(exc).__name__}: {exc} (traceback in {log})",
+                err=True,
+            )
             ctx.exit(1)
 
 
@@ -91,8 +93,12 @@ def secret() -> None:
 
 
 @secret.command("new")
-@click.option("--file", "file", type=click.Path(path_type=Path), help="Where to write it (mode 0600).")
-@click.option("--print", "print_only", is_flag=True, help="Print it instead, for a CI secret store.")
+@click.option(
+    "--file", "file", type=click.Path(path_type=Path), help="Where to write it (mode 0600)."
+)
+@click.option(
+    "--print", "print_only", is_flag=True, help="Print it instead, for a CI secret store."
+)
 def secret_new(file: Path | None, print_only: bool) -> None:
     """Write a new random secret outside the repository, or print it.
 
@@ -129,7 +135,12 @@ def check(goal_ids: tuple[str, ...]) -> None:
 
 @cli.command()
 @click.argument("goal_id")
-@click.option("--key", required=True, type=click.Path(path_type=Path), help="An owner's ssh-ed25519 private key file.")
+@click.option(
+    "--key",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="An owner's ssh-ed25519 private key file.",
+)
 def approve(goal_id: str, key: Path) -> None:
     """Sign the run decision for the goal file's current bytes.
 
@@ -157,7 +168,12 @@ def run(goal_ids: tuple[str, ...], max_steps: int | None, push: str | None) -> N
 @cli.command()
 @click.argument("goal_ids", nargs=-1)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON list.")
-@click.option("--check", "check_", is_flag=True, help="Exit 10 if a goal is parked at eyes, 11 if one needs attention.")
+@click.option(
+    "--check",
+    "check_",
+    is_flag=True,
+    help="Exit 10 if a goal is parked at eyes, 11 if one needs attention.",
+)
 def status(goal_ids: tuple[str, ...], as_json: bool, check_: bool) -> None:
     """One line per goal: status, step, iteration, failing test, budget, gate.
 
@@ -170,8 +186,19 @@ def status(goal_ids: tuple[str, ...], as_json: bool, check_: bool) -> None:
 
 @cli.command()
 @click.argument("goal_id")
-@click.option("--format", "fmt", default="text", show_default=True, type=click.Choice(["text", "md", "json", "html"]))
-@click.option("--out", "out_file", type=click.Path(path_type=Path), help="Write to this file instead of stdout.")
+@click.option(
+    "--format",
+    "fmt",
+    default="text",
+    show_default=True,
+    type=click.Choice(["text", "md", "json", "html"]),
+)
+@click.option(
+    "--out",
+    "out_file",
+    type=click.Path(path_type=Path),
+    help="Write to this file instead of stdout.",
+)
 def replay(goal_id: str, fmt: str, out_file: Path | None) -> None:
     """Render a goal's record from its ledger alone.
 
@@ -207,7 +234,12 @@ def cancel(goal_id: str) -> None:
 
 
 @cli.command()
-@click.option("--dir", "directory", type=click.Path(path_type=Path), help="Build the demo here (default: a new temp folder).")
+@click.option(
+    "--dir",
+    "directory",
+    type=click.Path(path_type=Path),
+    help="Build the demo here (default: a new temp folder).",
+)
 def demo(directory: Path | None) -> None:
     """Run the embedded demo: no network, no model.
 
@@ -220,5 +252,3 @@ def demo(directory: Path | None) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     cli.main(args=argv, prog_name="harness")
-
-

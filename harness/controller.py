@@ -126,8 +126,16 @@ def build_prompt(goal: Goal, cell: Cell) -> str:
 class Recorder:
     """Appends events for one goal, folds them into its cell, prints them, and commits."""
 
-    def __init__(self, goal_id: str, key: bytes, worktree: Worktree, paths: GoalPaths,
-                 loaded: Loaded, clock: Clock, print_line: Callable[[str], None]) -> None:
+    def __init__(
+        self,
+        goal_id: str,
+        key: bytes,
+        worktree: Worktree,
+        paths: GoalPaths,
+        loaded: Loaded,
+        clock: Clock,
+        print_line: Callable[[str], None],
+    ) -> None:
         self.goal_id, self.key, self.clock, self.print_line = goal_id, key, clock, print_line
         self.wt, self.paths = worktree, paths
         self.ledger, self.report = loaded.ledger, loaded.report
@@ -151,16 +159,27 @@ class Recorder:
         return commit
 
     def gate(self, status: str, reason: str, detail: str) -> None:
-        self.emit("goal.gated", None, self.cell.iteration,
-                  {"status": status, "reason": reason, "detail": fit_text(detail, 4000)})
+        self.emit(
+            "goal.gated",
+            None,
+            self.cell.iteration,
+            {"status": status, "reason": reason, "detail": fit_text(detail, 4000)},
+        )
         self.checkpoint(f"{status} ({reason})")
 
 
 class GoalRunner(Recorder):
     """Drives one loaded goal in its worktree. The caller holds the goal's lock."""
 
-    def __init__(self, ctx: RunContext, goal: Goal, verdict: Verdict | None,
-                 worktree: Worktree, paths: GoalPaths, loaded: Loaded) -> None:
+    def __init__(
+        self,
+        ctx: RunContext,
+        goal: Goal,
+        verdict: Verdict | None,
+        worktree: Worktree,
+        paths: GoalPaths,
+        loaded: Loaded,
+    ) -> None:
         key = ctx.secret.goal_key(goal.id)
         super().__init__(goal.id, key, worktree, paths, loaded, ctx.clock, ctx.print_line)
         self.ctx, self.goal, self.verdict = ctx, goal, verdict

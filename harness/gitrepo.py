@@ -256,6 +256,7 @@ def read_blobs(repo_root: Path, specs: Sequence[str]) -> list[bytes | None]:
 def branch_heads(repo_root: Path, prefix: str) -> dict[str, str]:
     """Branch name (without refs/heads/) -> commit, for branches starting with `prefix`."""
     out = run_git(
-        ["for-each-ref", "--format=%(refname:short) %(objectname)", f"refs/heads/{prefix}"], repo_root
+        ["for-each-ref", "--format=%(refname:short) %(objectname)", f"refs/heads/{prefix}"],
+        repo_root,
     ).stdout.decode()
     return dict(line.split(" ", 1) for line in out.splitlines() if " " in line)

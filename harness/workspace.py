@@ -35,10 +35,16 @@ def open_worktree(repo: Repo, control: Control, goal_id: str) -> Worktree | None
         return None
     wt = Worktree(path)
     expected = branch_name(control, goal_id)
-    actual = run_git(["symbolic-ref", "-q", "--short", "HEAD"], path, check=False).stdout.decode().strip()
+    actual = (
+        run_git(["symbolic-ref", "-q", "--short", "HEAD"], path, check=False)
+        .stdout.decode()
+        .strip()
+    )
     if actual != expected:
-        raise TrustFailure(f"{path}: the worktree is on {actual or 'a detached HEAD'!r}, not {expected!r}; "
-                           "check it out again or remove it with `git worktree remove`")
+        raise TrustFailure(
+            f"{path}: the worktree is on {actual or 'a detached HEAD'!r}, not {expected!r}; "
+            "check it out again or remove it with `git worktree remove`"
+        )
     return wt
 
 
@@ -47,7 +53,9 @@ def ensure_worktree(repo: Repo, control: Control, goal_id: str) -> Worktree:
     existing = open_worktree(repo, control, goal_id)
     if existing is not None:
         return existing
-    return repo.add_worktree(repo.worktree_path(goal_id), branch_name(control, goal_id), control.commit)
+    return repo.add_worktree(
+        repo.worktree_path(goal_id), branch_name(control, goal_id), control.commit
+    )
 
 
 @contextmanager
@@ -68,11 +76,15 @@ def locate(repo: Repo, control: Control, goal_id: str) -> Iterator[Located]:
     if paths.folder.is_dir():
         yield Located(paths, committed_view(paths), "checkout")
         return
-    raise InvalidInput(f"goal {goal_id}: no record yet (no worktree, no branch {branch}, no ledger/{goal_id})")
+    raise InvalidInput(
+        f"goal {goal_id}: no record yet (no worktree, no branch {branch}, no ledger/{goal_id})"
+    )
 
 
 def _from_branch(repo: Repo, branch: str, goal_id: str, tmp: Path) -> Located:
-    archive = run_git(["archive", "--format=tar", branch, f"ledger/{goal_id}"], repo.root, check=False)
+    archive = run_git(
+        ["archive", "--format=tar", branch, f"ledger/{goal_id}"], repo.root, check=False
+    )
     if archive.returncode == 0:
         with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
             tar.extractall(tmp, filter="data")
@@ -83,5 +95,9 @@ def _from_branch(repo: Repo, branch: str, goal_id: str, tmp: Path) -> Located:
 
 def _branch_committed(repo: Repo, branch: str, paths: GoalPaths) -> Committed:
     cell = repo.read_blob(branch, f"{paths.rel}/state.json")
-    sizes = {p.name: p.stat().st_size for p in paths.events.glob("*.jsonl")} if paths.events.is_dir() else {}
+    sizes = (
+        {p.name: p.stat().st_size for p in paths.events.glob("*.jsonl")}
+        if paths.events.is_dir()
+        else {}
+    )
     return Committed(cell, sizes)

@@ -32,7 +32,9 @@ def make_key(folder: Path, name: str) -> Key:
 
     key = Ed25519PrivateKey.generate()
     private = key.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.OpenSSH, serialization.NoEncryption()
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.OpenSSH,
+        serialization.NoEncryption(),
     )
     public = key.public_key().public_bytes(
         serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH
@@ -45,7 +47,7 @@ def make_key(folder: Path, name: str) -> Key:
 
 
 # The agent: behaviour chosen by the test through AGENT_MODE in its own file.
-AGENT = r'''
+AGENT = r"""
 import json, os, sys, time
 from pathlib import Path
 counter = Path(os.environ["TEST_COUNTER_DIR"]) / "build.log"
@@ -76,9 +78,9 @@ report = os.environ.get("HARNESS_REPORT_FILE")
 if report:
     Path(report).write_text(json.dumps({"cost_usd": 0.25, "turns": 2, "summary": "did " + mode}))
 print("agent done", mode)
-'''
+"""
 
-JUDGE = r'''
+JUDGE = r"""
 import os, sys
 from pathlib import Path
 counter = Path(os.environ["TEST_COUNTER_DIR"]) / "judge.log"
@@ -90,7 +92,7 @@ if value == "right":
     sys.exit(0)
 print("FAILED tests/test_value.py::test_value_is_right - AssertionError: value is " + repr(value))
 sys.exit(1)
-'''
+"""
 
 
 def base_goal(goal_id: str = "g1") -> dict[str, Any]:
@@ -157,7 +159,11 @@ class ManagedRepo:
         return repo
 
     def harness(
-        self, *args: str, check: int | None = None, env: dict[str, str] | None = None, timeout: float = 120
+        self,
+        *args: str,
+        check: int | None = None,
+        env: dict[str, str] | None = None,
+        timeout: float = 120,
     ) -> subprocess.CompletedProcess[str]:
         proc = subprocess.run(
             [sys.executable, "-m", "harness", *args],
@@ -207,6 +213,8 @@ class ManagedRepo:
         return files
 
     def commit_goal_change(self, goal: dict[str, Any]) -> None:
-        (self.root / "goals" / f"{self.goal_id}.yaml").write_text(yaml.safe_dump(goal, sort_keys=False))
+        (self.root / "goals" / f"{self.goal_id}.yaml").write_text(
+            yaml.safe_dump(goal, sort_keys=False)
+        )
         git(self.root, "add", "-A")
         git(self.root, "commit", "-q", "-m", "edit goal")

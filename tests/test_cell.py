@@ -17,27 +17,61 @@ LIMITS = {"iterations": 2, "seconds": 100, "cost_usd": 1.0, "turns": 10, "passes
 
 
 def ev(seq, type, step=None, iteration=0, **data):
-    return Event(seq, "t", type, "g1", step, iteration, data, "0" * 64), Position(seq, f"{seq:064x}")
+    return Event(seq, "t", type, "g1", step, iteration, data, "0" * 64), Position(
+        seq, f"{seq:064x}"
+    )
 
 
 def started(seq=1, steps=("build", "judge")):
-    return ev(seq, "goal.started", goal_sha256="a" * 64, owners_sha256="b" * 64, approved_by=["o"],
-              steps=list(steps), limits=LIMITS, no_progress_passes=2, control_commit="c" * 40)
+    return ev(
+        seq,
+        "goal.started",
+        goal_sha256="a" * 64,
+        owners_sha256="b" * 64,
+        approved_by=["o"],
+        steps=list(steps),
+        limits=LIMITS,
+        no_progress_passes=2,
+        control_commit="c" * 40,
+    )
 
 
 def round_(seq, iteration, passed, tree="t1", cost=0.5):
     return [
         ev(seq, "step.started", "build", iteration, call_id="b", base="0" * 40),
-        ev(seq + 1, "step.finished", "build", iteration, duration_s=2.0, cost_usd=cost, turns=3, tree=tree),
+        ev(
+            seq + 1,
+            "step.finished",
+            "build",
+            iteration,
+            duration_s=2.0,
+            cost_usd=cost,
+            turns=3,
+            tree=tree,
+        ),
         ev(seq + 2, "step.started", "judge", iteration, call_id="j", base="0" * 40),
-        ev(seq + 3, "step.finished", "judge", iteration, duration_s=1.0, tree=tree,
-           result="pass" if passed else "fail", failing_test=None if passed else "t::x", output_tail="boom"),
+        ev(
+            seq + 3,
+            "step.finished",
+            "judge",
+            iteration,
+            duration_s=1.0,
+            tree=tree,
+            result="pass" if passed else "fail",
+            failing_test=None if passed else "t::x",
+            output_tail="boom",
+        ),
     ]
 
 
 def test_fold_counts_budget_and_schedules_repair():
     cell = fold("g1", [started(), *round_(2, 1, passed=False)])
-    assert (cell.status, cell.step, cell.iteration, cell.failing_test) == ("running", "build", 2, "t::x")
+    assert (cell.status, cell.step, cell.iteration, cell.failing_test) == (
+        "running",
+        "build",
+        2,
+        "t::x",
+    )
     assert cell.used == Spend(iterations=1, seconds=2.0, cost_usd=0.5, turns=3, passes=2)
     assert cell.feedback == "boom" and cell.in_flight is None
     assert cell.exhausted() == []
@@ -58,8 +92,14 @@ def test_iterations_run_out_before_a_third_build():
 def test_a_started_step_is_in_flight_until_finished():
     cell = fold("g1", [started(), round_(2, 1, False)[0]])
     assert cell.in_flight == InFlight("build", 1, "b", "0" * 40)
-    rerun = fold("g1", [ev(3, "step.cutoff", "build", 1, call_id="b", changed=[]),
-                        ev(4, "step.started", "build", 1, call_id="b", base="0" * 40)], start=cell)
+    rerun = fold(
+        "g1",
+        [
+            ev(3, "step.cutoff", "build", 1, call_id="b", changed=[]),
+            ev(4, "step.started", "build", 1, call_id="b", base="0" * 40),
+        ],
+        start=cell,
+    )
     assert rerun.used.iterations == 1 and rerun.used.passes == 2
 
 
@@ -69,9 +109,13 @@ def test_judge_pass_goes_to_review_when_configured():
 
 
 def test_gate_and_decision():
-    cell = fold("g1", [started(), ev(2, "goal.gated", status="parked_at_eyes", reason="ship", detail="d")])
+    cell = fold(
+        "g1", [started(), ev(2, "goal.gated", status="parked_at_eyes", reason="ship", detail="d")]
+    )
     assert (cell.status, cell.gate) == ("parked_at_eyes", "ship")
-    shipped = apply(cell, ev(3, "decision.used", decision="ship", signers=["o"])[0], Position(3, "h"))
+    shipped = apply(
+        cell, ev(3, "decision.used", decision="ship", signers=["o"])[0], Position(3, "h")
+    )
     assert (shipped.status, shipped.gate, shipped.step) == ("running", None, "ship")
 
 
@@ -90,7 +134,9 @@ def test_cell_round_trip_and_mac_binds_goal_and_content():
 def _signed(raw: dict) -> bytes:
     body = json.dumps(raw, sort_keys=True, separators=(",", ":")).encode()
     tag = b"harness-cell\x00v1\x00g1\x00"
-    return json.dumps({**raw, "mac": hmac.new(KEY, tag + body, hashlib.sha256).hexdigest()}).encode()
+    return json.dumps(
+        {**raw, "mac": hmac.new(KEY, tag + body, hashlib.sha256).hexdigest()}
+    ).encode()
 
 
 @pytest.mark.parametrize(
@@ -98,7 +144,10 @@ def _signed(raw: dict) -> bytes:
     [
         (lambda r: r.update(v=2), "unknown cell format version 2"),
         (lambda r: r.pop("limit"), "malformed"),
-        (lambda r: r["limit"].update(iterations=0), "limit.iterations: 0 is not a valid budget amount"),
+        (
+            lambda r: r["limit"].update(iterations=0),
+            "limit.iterations: 0 is not a valid budget amount",
+        ),
         (lambda r: r["used"].update(cost_usd=-1), "used.cost_usd: -1 is not a valid budget amount"),
         (lambda r: r["limit"].update(turns="9"), "limit.turns: '9' is not a valid budget amount"),
         (lambda r: r["limit"].update(turns=True), "limit.turns: True is not a valid budget amount"),

@@ -73,7 +73,7 @@ def test_g2_untrustworthy_budget_refuses_to_run(managed):
         bad = cell_bytes(cell.__class__(**{**cell.__dict__, "limit": limit}), key)
         try:
             parse_cell(bad, "state.json", "g1", key)
-        except Exception as exc:  # noqa: BLE001 - the exact type is asserted below
+        except Exception as exc:
             assert type(exc).__name__ == "TrustFailure" and "not a valid budget amount" in str(exc)
         else:
             raise AssertionError("a zero or negative budget was accepted")
@@ -99,7 +99,9 @@ def test_g3_stuck_goal_halts_visibly(managed):
 
 
 def test_g4_never_ships_on_its_own(managed):
-    repo = managed(goal=base_goal() | {"ship": {"run": ["sh", "-c", "touch SHIPPED"]}}, mode="fix-on-1")
+    repo = managed(
+        goal=base_goal() | {"ship": {"run": ["sh", "-c", "touch SHIPPED"]}}, mode="fix-on-1"
+    )
     for _ in range(3):
         repo.harness("run", check=0)
     assert repo.status()["gate"] == "ship"

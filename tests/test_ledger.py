@@ -81,11 +81,26 @@ def test_missing_segment_is_refused(tmp_path):
 def test_unknown_version_is_refused_by_name(tmp_path):
     import hmac
 
-    body = json.dumps({"v": 2, "seq": 1, "ts": "t", "type": "x", "goal": "g1", "step": None, "iter": 0,
-                       "data": {}, "prev": GENESIS}, sort_keys=True, separators=(",", ":")).encode()
+    body = json.dumps(
+        {
+            "v": 2,
+            "seq": 1,
+            "ts": "t",
+            "type": "x",
+            "goal": "g1",
+            "step": None,
+            "iter": 0,
+            "data": {},
+            "prev": GENESIS,
+        },
+        sort_keys=True,
+        separators=(",", ":"),
+    ).encode()
     mac = hmac.new(KEY, b"harness-event\x00" + body, hashlib.sha256).hexdigest().encode()
     (tmp_path / "events").mkdir()
-    (tmp_path / "events" / "000001.jsonl").write_bytes(b'{"e":' + body + b',"mac":"' + mac + b'"}\n')
+    (tmp_path / "events" / "000001.jsonl").write_bytes(
+        b'{"e":' + body + b',"mac":"' + mac + b'"}\n'
+    )
     with pytest.raises(LedgerBroken, match="unknown ledger format version 2"):
         Ledger(tmp_path / "events", "g1", KEY).load()
 
@@ -96,7 +111,7 @@ def test_torn_tail_at_every_offset_is_cut_back(tmp_path):
     path = tmp_path / "events" / "000001.jsonl"
     whole = path.read_bytes()
     _fill(ledger, 1, start=3)
-    last = path.read_bytes()[len(whole):]
+    last = path.read_bytes()[len(whole) :]
     for cut in range(1, len(last)):
         path.write_bytes(whole + last[:cut])
         reader = Ledger(tmp_path / "events", "g1", KEY)

@@ -27,7 +27,9 @@ def approve(cwd: Path, goal_id: str, key: Path, env: Mapping[str, str], out: Tex
     owners = _owners(root)
     path = root / "goals" / f"{goal_id}.yaml"
     if not path.is_file():
-        raise InvalidInput(f"goals/{goal_id}.yaml: no such goal file (expected one made by `harness new {goal_id}`)")
+        raise InvalidInput(
+            f"goals/{goal_id}.yaml: no such goal file (expected one made by `harness new {goal_id}`)"
+        )
     data = path.read_bytes()
     principals = {p for o in owners for p in o.principals}
     parse_goal(data, f"goals/{goal_id}.yaml", goal_id, _config(root).defaults, principals)
@@ -35,8 +37,14 @@ def approve(cwd: Path, goal_id: str, key: Path, env: Mapping[str, str], out: Tex
     armored = sign(statement.to_bytes(), key, passphrase(env))
     signer = principals_for_key(owners, verify(statement.to_bytes(), armored))
     if not signer:
-        raise InvalidInput(f"{key}: this key is not listed in .harness/owners (expected an owner's ssh-ed25519 key)")
+        raise InvalidInput(
+            f"{key}: this key is not listed in .harness/owners (expected an owner's ssh-ed25519 key)"
+        )
     append_record(root / "goals" / f"{goal_id}.approval", statement, armored)
-    out.write(f"approved goals/{goal_id}.yaml (sha256 {statement.sha256[:12]}) as {', '.join(signer)}\n")
-    out.write(f"next: git add goals/{goal_id}.yaml goals/{goal_id}.approval && git commit -m 'approve {goal_id}'\n")
+    out.write(
+        f"approved goals/{goal_id}.yaml (sha256 {statement.sha256[:12]}) as {', '.join(signer)}\n"
+    )
+    out.write(
+        f"next: git add goals/{goal_id}.yaml goals/{goal_id}.approval && git commit -m 'approve {goal_id}'\n"
+    )
     return 0

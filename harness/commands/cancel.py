@@ -23,7 +23,9 @@ def cancel(cwd: Path, goal_id: str, env: Mapping[str, str], out: TextIO) -> int:
     control = open_control(repo)
     wt = open_worktree(repo, control, goal_id)
     if wt is None:
-        raise InvalidInput(f"goal {goal_id}: has not started (nothing to cancel; remove its goal file instead)")
+        raise InvalidInput(
+            f"goal {goal_id}: has not started (nothing to cancel; remove its goal file instead)"
+        )
     with GoalLock(repo.harness_dir() / "locks", goal_id):
         paths = GoalPaths(wt.path, goal_id)
         loaded = load(paths, secret.goal_key(goal_id), committed_view(paths), repair=True)
@@ -31,7 +33,8 @@ def cancel(cwd: Path, goal_id: str, env: Mapping[str, str], out: TextIO) -> int:
             out.write(f"{goal_id} is already {loaded.cell.status}\n")
             return 0
         key = secret.goal_key(goal_id)
-        runner = Recorder(goal_id, key, wt, paths, loaded, SystemClock(), out.write)
+        runner = Recorder(goal_id, key, wt, paths, loaded, SystemClock(), lambda line: None)
         runner.emit("goal.cancelled", None, loaded.cell.iteration, {"by": env.get("USER", "")})
         runner.checkpoint("cancelled")
+    out.write(f"{goal_id} cancelled\n")
     return 0

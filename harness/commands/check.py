@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
-from typing import TextIO
+from typing import TextIO, TypeVar
 
 from harness.approval import Owner, find_run_approval, parse_approval_file, parse_owners
 from harness.config import Config, parse_config
@@ -11,6 +13,8 @@ from harness.control import CONFIG_PATH, OWNERS_PATH
 from harness.errors import HarnessError, InvalidInput
 from harness.gitrepo import Repo
 from harness.goal import MAX_GOAL_FILE_BYTES, check_goal_id, parse_goal
+
+T = TypeVar("T")
 
 
 def check(cwd: Path, goal_ids: list[str], out: TextIO) -> int:
@@ -21,7 +25,7 @@ def check(cwd: Path, goal_ids: list[str], out: TextIO) -> int:
     ids = goal_ids or sorted(p.stem for p in (root / "goals").glob("*.yaml"))
     notes: list[str] = []
     for goal_id in ids:
-        _guard(problems, lambda goal_id=goal_id: _check_goal(root, goal_id, config, owners, notes))
+        _guard(problems, partial(_check_goal, root, goal_id, config, owners, notes))
     for problem in problems:
         out.write(f"{problem}\n")
     for note in notes:
@@ -31,7 +35,8 @@ def check(cwd: Path, goal_ids: list[str], out: TextIO) -> int:
     return max((p.exit_code for p in problems), default=0)
 
 
-def _guard(problems: list[HarnessError], work):  # type: ignore[no-untyped-def]
+def _guard(problems: list[HarnessError], work: Callable[[], T]) -> T | None:
+    """Run one check; a problem is collected, so every problem is reported, not the first."""
     try:
         return work()
     except HarnessError as exc:
@@ -50,22 +55,32 @@ def _owners(root: Path) -> tuple[Owner, ...]:
         raise InvalidInput(f"{OWNERS_PATH}: missing (run `harness init --owner P --key PUBKEY`)")
     owners = parse_owners(path.read_text(encoding="utf-8", errors="replace"), OWNERS_PATH)
     if not owners:
-        raise InvalidInput(f"{OWNERS_PATH}: lists no owner (expected at least one `principal ssh-ed25519 AAAA…` line)")
+        raise InvalidInput(
+            f"{OWNERS_PATH}: lists no owner (expected at least one `principal ssh-ed25519 AAAA…` line)"
+        )
     return owners
 
 
-def _check_goal(root: Path, goal_id: str, config: Config, owners: tuple[Owner, ...] | None, notes: list[str]) -> None:
+def _check_goal(
+    root: Path, goal_id: str, config: Config, owners: tuple[Owner, ...] | None, notes: list[str]
+) -> None:
     check_goal_id(goal_id, f"goals/{goal_id}.yaml")
     path = root / "goals" / f"{goal_id}.yaml"
     if not path.is_file():
         raise InvalidInput(f"goals/{goal_id}.yaml: no such goal file")
     if path.stat().st_size > MAX_GOAL_FILE_BYTES:
-        raise InvalidInput(f"goals/{goal_id}.yaml: {path.stat().st_size} bytes (expected at most {MAX_GOAL_FILE_BYTES})")
+        raise InvalidInput(
+            f"goals/{goal_id}.yaml: {path.stat().st_size} bytes (expected at most {MAX_GOAL_FILE_BYTES})"
+        )
     principals = {p for o in owners for p in o.principals} if owners else None
-    goal = parse_goal(path.read_bytes(), f"goals/{goal_id}.yaml", goal_id, config.defaults, principals)
+    goal = parse_goal(
+        path.read_bytes(), f"goals/{goal_id}.yaml", goal_id, config.defaults, principals
+    )
     approval = root / "goals" / f"{goal_id}.approval"
     if not approval.is_file():
-        notes.append(f"goals/{goal_id}.yaml: not approved yet (run `harness approve {goal_id} --key KEY`)")
+        notes.append(
+            f"goals/{goal_id}.yaml: not approved yet (run `harness approve {goal_id} --key KEY`)"
+        )
         return
     source = f"goals/{goal_id}.approval"
     records = parse_approval_file(approval.read_text(encoding="utf-8", errors="replace"), source)

@@ -19,7 +19,7 @@ DEMO_OWNER = "demo-owner@example.com"
 GOAL_ID = "fix-calc-add"
 
 CALC = "def add(a, b):\n    return a - b\n"
-TEST = '''import unittest
+TEST = """import unittest
 
 from calc import add
 
@@ -34,7 +34,7 @@ class CalcTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
-'''
+"""
 AGENT = '''"""A scripted stand-in for a coding agent: wrong on the first try, right on the second."""
 import json
 import os
@@ -90,9 +90,14 @@ def make_owner_key(folder: Path) -> tuple[Path, str]:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
     key = Ed25519PrivateKey.generate()
-    private = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.OpenSSH,
-                                serialization.NoEncryption())
-    public = key.public_key().public_bytes(serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH)
+    private = key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.OpenSSH,
+        serialization.NoEncryption(),
+    )
+    public = key.public_key().public_bytes(
+        serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH
+    )
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / "owner"
     path.write_bytes(private)
@@ -117,7 +122,10 @@ def build_repo(base: Path) -> tuple[Path, Path]:
         ".gitignore": "__pycache__/\n*.pyc\n/.harness/worktrees/\n",
         ".harness/config.yaml": "version: 1\n",
         ".harness/owners": f"{DEMO_OWNER} {public}\n",
-        "calc.py": CALC, "tests/test_calc.py": TEST, "agent.py": AGENT, "ship.py": SHIP,
+        "calc.py": CALC,
+        "tests/test_calc.py": TEST,
+        "agent.py": AGENT,
+        "ship.py": SHIP,
         f"goals/{GOAL_ID}.yaml": goal_yaml(sys.executable),
     }
     for name, text in files.items():
@@ -125,7 +133,8 @@ def build_repo(base: Path) -> tuple[Path, Path]:
         (repo / name).write_text(text)
     from harness.commands.approve import approve
 
-    approve(repo, GOAL_ID, key_path, {}, open(os.devnull, "w"))
+    with open(os.devnull, "w") as quiet:
+        approve(repo, GOAL_ID, key_path, {}, quiet)
     _git(repo, "add", "-A")
     _git(repo, "commit", "-q", "-m", "demo: a bug, a goal and its approval")
     return repo, key_path

@@ -49,7 +49,9 @@ def init(cwd: Path, owner: str | None, key: str | None, out: TextIO) -> int:
 
 def _owner_line(owner: str, key: str) -> str:
     if any(c.isspace() for c in owner) or not owner:
-        raise InvalidInput(f"--owner: {owner!r} (expected a principal without spaces, like alice@example.com)")
+        raise InvalidInput(
+            f"--owner: {owner!r} (expected a principal without spaces, like alice@example.com)"
+        )
     path = Path(key).expanduser()
     text = path.read_text() if path.is_file() else key
     blob = parse_public_key(text.strip(), "--key")

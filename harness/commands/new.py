@@ -53,7 +53,9 @@ def new(cwd: Path, goal_id: str, out: TextIO) -> int:
         raise InvalidInput(f"goals/{goal_id}.yaml: already exists (edit it, or choose another id)")
     path.parent.mkdir(exist_ok=True)
     path.write_text(TEMPLATE.format(id=goal_id, owner=_first_owner(root)))
-    out.write(f"wrote goals/{goal_id}.yaml: edit it, commit it, then `harness approve {goal_id} --key KEY`\n")
+    out.write(
+        f"wrote goals/{goal_id}.yaml: edit it, commit it, then `harness approve {goal_id} --key KEY`\n"
+    )
     return 0
 
 

@@ -18,11 +18,15 @@ from harness.workspace import locate
 FORMATS = ("text", "md", "json", "html")
 
 
-def replay(cwd: Path, goal_id: str, fmt: str, out_file: Path | None, env: Mapping[str, str], out: BinaryIO) -> int:
+def replay(
+    cwd: Path, goal_id: str, fmt: str, out_file: Path | None, env: Mapping[str, str], out: BinaryIO
+) -> int:
     if fmt not in FORMATS:
         raise InvalidInput(f"--format: {fmt!r} (expected one of {', '.join(FORMATS)})")
     if fmt == "html":
-        raise InvalidInput("--format html: not available in this version yet (expected text, md or json)")
+        raise InvalidInput(
+            "--format html: not available in this version yet (expected text, md or json)"
+        )
     repo = Repo.discover(cwd)
     secret = load_secret(env, repo.root)
     control = open_control(repo)

@@ -62,7 +62,13 @@ def _run_one(repo: Repo, ctx: RunContext, goal_id: str, err: TextIO) -> int:
         with lock:
             advance_goal(repo, ctx, goal_id)
     except HarnessError as exc:
-        label = "busy" if isinstance(exc, Busy) else "refused" if isinstance(exc, TrustFailure) else "error"
+        label = (
+            "busy"
+            if isinstance(exc, Busy)
+            else "refused"
+            if isinstance(exc, TrustFailure)
+            else "error"
+        )
         err.write(f"harness: {goal_id}: {label}: {exc}\n")
         return exc.exit_code
     return 0
@@ -87,16 +93,22 @@ def advance_goal(repo: Repo, ctx: RunContext, goal_id: str) -> None:
     if verdict is None:
         if cell.goal_sha256 is not None and cell.goal_sha256 != goal.sha256:
             if cell.status not in WAITING:
-                runner.gate("needs_attention", "goal_changed",
-                            f"goals/{goal_id}.yaml changed after the run began "
-                            f"(sha256 {goal.sha256[:12]}); approve the new version")
+                runner.gate(
+                    "needs_attention",
+                    "goal_changed",
+                    f"goals/{goal_id}.yaml changed after the run began "
+                    f"(sha256 {goal.sha256[:12]}); approve the new version",
+                )
             return
         control.run_approval(goal)  # raises the precise refusal
     if cell.owners_sha256 not in (None, control.owners_sha256) and cell.goal_sha256 == goal.sha256:
         if cell.status not in WAITING:
-            runner.gate("needs_attention", "owners_changed",
-                        ".harness/owners changed after the goal started; "
-                        "the change must be signed by an owner the goal started under")
+            runner.gate(
+                "needs_attention",
+                "owners_changed",
+                ".harness/owners changed after the goal started; "
+                "the change must be signed by an owner the goal started under",
+            )
         return
     runner.start_or_revise(control.owners_sha256)
     runner.advance()

@@ -11,10 +11,14 @@ from harness.gitrepo import Repo
 from harness.secret import default_secret_file, new_secret_text, write_secret_file
 
 
-def secret_new(cwd: Path, file: Path | None, print_only: bool, env: Mapping[str, str], out: TextIO) -> int:
+def secret_new(
+    cwd: Path, file: Path | None, print_only: bool, env: Mapping[str, str], out: TextIO
+) -> int:
     if print_only:
         if file is not None:
-            raise InvalidInput("--print and --file: choose one (print for a CI secret store, or a file)")
+            raise InvalidInput(
+                "--print and --file: choose one (print for a CI secret store, or a file)"
+            )
         out.write(new_secret_text() + "\n")
         return 0
     try:

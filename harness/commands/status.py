@@ -18,15 +18,19 @@ ATTENTION_EXIT = 11
 BUDGET_KEYS = ("iterations", "seconds", "cost_usd", "turns", "passes")
 
 
-def status(cwd: Path, goal_ids: list[str], as_json: bool, check: bool, env: Mapping[str, str], out: TextIO) -> int:
+def status(
+    cwd: Path, goal_ids: list[str], as_json: bool, check: bool, env: Mapping[str, str], out: TextIO
+) -> int:
     repo = Repo.discover(cwd)
     secret = load_secret(env, repo.root)
     control = open_control(repo)
     prefix = control.config.branch_prefix
     heads = branch_heads(repo.root, prefix)
-    ids = goal_ids or sorted(set(control.goal_ids()) | {b[len(prefix):] for b in heads})
-    rows = [_row(repo, control, goal_id, heads, cell, secret.goal_key(goal_id))
-            for goal_id, cell in zip(ids, _cells(repo, control, ids, heads), strict=True)]
+    ids = goal_ids or sorted(set(control.goal_ids()) | {b[len(prefix) :] for b in heads})
+    rows = [
+        _row(repo, control, goal_id, heads, cell, secret.goal_key(goal_id))
+        for goal_id, cell in zip(ids, _cells(repo, control, ids, heads), strict=True)
+    ]
     if as_json:
         out.write(json.dumps(rows, indent=2, sort_keys=True) + "\n")
     else:
@@ -34,7 +38,9 @@ def status(cwd: Path, goal_ids: list[str], as_json: bool, check: bool, env: Mapp
     return _check_code(rows) if check else 0
 
 
-def _cells(repo: Repo, control: Control, ids: list[str], heads: dict[str, str]) -> list[bytes | None]:
+def _cells(
+    repo: Repo, control: Control, ids: list[str], heads: dict[str, str]
+) -> list[bytes | None]:
     """Each goal's cell: the worktree's (it may be ahead of the commit), else the branch's."""
     prefix = control.config.branch_prefix
     found: dict[str, bytes | None] = {}
@@ -52,7 +58,14 @@ def _cells(repo: Repo, control: Control, ids: list[str], heads: dict[str, str]) 
     return [found[g] for g in ids]
 
 
-def _row(repo: Repo, control: Control, goal_id: str, heads: dict[str, str], data: bytes | None, key: bytes) -> dict[str, Any]:
+def _row(
+    repo: Repo,
+    control: Control,
+    goal_id: str,
+    heads: dict[str, str],
+    data: bytes | None,
+    key: bytes,
+) -> dict[str, Any]:
     branch = f"{control.config.branch_prefix}{goal_id}"
     source = f"{branch}:ledger/{goal_id}/state.json"
     cell = parse_cell(data, source, goal_id, key) if data is not None else Cell(goal=goal_id)
@@ -60,19 +73,26 @@ def _row(repo: Repo, control: Control, goal_id: str, heads: dict[str, str], data
     if shown == "running" and not GoalLock(repo.harness_dir() / "locks", goal_id).held_elsewhere():
         shown = "paused"
     return {
-        "id": goal_id, "status": shown, "step": cell.step, "iteration": cell.iteration,
-        "failing_test": cell.failing_test, "gate": cell.gate,
+        "id": goal_id,
+        "status": shown,
+        "step": cell.step,
+        "iteration": cell.iteration,
+        "failing_test": cell.failing_test,
+        "gate": cell.gate,
         "budget_used": {k: getattr(cell.used, k) for k in BUDGET_KEYS},
         "budget_limit": {k: getattr(cell.limit, k) for k in BUDGET_KEYS},
-        "branch": branch, "head": heads.get(branch),
+        "branch": branch,
+        "head": heads.get(branch),
     }
 
 
 def _line(row: Mapping[str, Any]) -> str:
     used, limit = row["budget_used"], row["budget_limit"]
     budget = " ".join(f"{k}={_num(used[k])}/{_num(limit[k])}" for k in BUDGET_KEYS)
-    return (f"{row['id']} {row['status']} step={row['step'] or '-'} iteration={row['iteration']} "
-            f"failing={row['failing_test'] or '-'} budget: {budget} gate={row['gate'] or '-'}")
+    return (
+        f"{row['id']} {row['status']} step={row['step'] or '-'} iteration={row['iteration']} "
+        f"failing={row['failing_test'] or '-'} budget: {budget} gate={row['gate'] or '-'}"
+    )
 
 
 def _num(value: float) -> str:
@@ -86,5 +106,3 @@ def _check_code(rows: list[dict[str, Any]]) -> int:
     if "needs_attention" in statuses:
         return ATTENTION_EXIT
     return 0
-
-

@@ -32,8 +32,12 @@ def verify(cwd: Path, goal_ids: list[str], env: Mapping[str, str], out: TextIO) 
 
 def _goals_with_records(repo: Repo, control: Control) -> list[str]:
     prefix = control.config.branch_prefix
-    ids = {b[len(prefix):] for b in branch_heads(repo.root, prefix)}
-    ids |= {p.name for p in (repo.root / "ledger").iterdir() if p.is_dir()} if (repo.root / "ledger").is_dir() else set()
+    ids = {b[len(prefix) :] for b in branch_heads(repo.root, prefix)}
+    ids |= (
+        {p.name for p in (repo.root / "ledger").iterdir() if p.is_dir()}
+        if (repo.root / "ledger").is_dir()
+        else set()
+    )
     return sorted(ids)
 
 
@@ -47,11 +51,13 @@ def _verify_one(repo: Repo, control: Control, secret: Secret, goal_id: str) -> s
         find_run_approval(records, control.owners(), goal_id, cell.goal_sha256, source)
     notes = []
     if loaded.torn is not None:
-        notes.append(f"torn last line of {loaded.torn.length} bytes (a crash mid-append; the next run cuts it)")
+        notes.append(
+            f"torn last line of {loaded.torn.length} bytes (a crash mid-append; the next run cuts it)"
+        )
     if loaded.rolled_forward:
-        notes.append(f"{loaded.rolled_forward} event(s) after the cell (a crash before the cell write; the next run rolls forward)")
+        notes.append(
+            f"{loaded.rolled_forward} event(s) after the cell (a crash before the cell write; the next run rolls forward)"
+        )
     head = cell.position
     extra = "; " + "; ".join(notes) if notes else ""
     return f"ok {goal_id}: {loaded.events} events, head {head.seq}:{head.hash[:16]}, status {cell.status}{extra}"
-
-

@@ -63,7 +63,9 @@ def test_never_passing_judge_stops_at_budget_after_two_builds(managed):
 
 
 def test_max_passes_ceiling(managed):
-    repo = managed(goal=base_goal() | {"halt": {"no_progress_passes": 5, "max_passes": 3}}, mode="never")
+    repo = managed(
+        goal=base_goal() | {"halt": {"no_progress_passes": 5, "max_passes": 3}}, mode="never"
+    )
     repo.harness("run", check=0)
     row = repo.status()
     assert (row["status"], row["gate"]) == ("needs_attention", "max_passes")
@@ -99,7 +101,9 @@ def test_edited_goal_after_start_gates_goal_changed(managed):
 def test_reapproved_goal_continues_with_the_same_budget(managed):
     repo = managed(mode="never", goal=base_goal() | {"budget": {"max_iterations": 2}})
     repo.harness("run", "--max-steps", "2", check=0)
-    repo.commit_goal_change(base_goal() | {"budget": {"max_iterations": 2}, "objective": "Try harder.\n"})
+    repo.commit_goal_change(
+        base_goal() | {"budget": {"max_iterations": 2}, "objective": "Try harder.\n"}
+    )
     repo.harness("approve", repo.goal_id, "--key", str(repo.key.private), check=0)
     git(repo.root, "commit", "-qam", "re-approve")
     out = repo.harness("run", check=0).stdout
@@ -134,7 +138,9 @@ def test_goal_signed_by_non_owner_never_runs(managed, tmp_path):
     import hashlib
 
     statement = Statement(goal="g1", sha256=hashlib.sha256(data).hexdigest(), decision="run")
-    append_record(repo.root / "goals" / "g1.approval", statement, sign(statement.to_bytes(), stranger.private))
+    append_record(
+        repo.root / "goals" / "g1.approval", statement, sign(statement.to_bytes(), stranger.private)
+    )
     git(repo.root, "add", "-A")
     git(repo.root, "commit", "-qm", "forged approval")
     repo.harness("run", check=3)
@@ -167,8 +173,21 @@ def test_approval_made_by_ssh_keygen_is_accepted(managed, tmp_path):
     statement = Statement(goal="g1", sha256=hashlib.sha256(data).hexdigest(), decision="run")
     message = tmp_path / "statement"
     message.write_bytes(statement.to_bytes())
-    subprocess.run(["ssh-keygen", "-q", "-Y", "sign", "-f", str(repo.key.private), "-n", "harness", str(message)],
-                   check=True, capture_output=True)
+    subprocess.run(
+        [
+            "ssh-keygen",
+            "-q",
+            "-Y",
+            "sign",
+            "-f",
+            str(repo.key.private),
+            "-n",
+            "harness",
+            str(message),
+        ],
+        check=True,
+        capture_output=True,
+    )
     sig = (tmp_path / "statement.sig").read_text()
     (repo.root / "goals" / "g1.approval").write_text(statement.to_bytes().decode() + sig)
     git(repo.root, "add", "-A")
@@ -183,9 +202,21 @@ def test_approval_made_by_harness_passes_ssh_keygen_verify(managed, tmp_path):
     statement, _, armor = text.partition("-----BEGIN SSH SIGNATURE-----")
     (tmp_path / "sig").write_text("-----BEGIN SSH SIGNATURE-----" + armor)
     proc = subprocess.run(
-        ["ssh-keygen", "-Y", "verify", "-f", str(repo.root / ".harness" / "owners"), "-I", "owner@example.com",
-         "-n", "harness", "-s", str(tmp_path / "sig")],
-        input=statement.encode(), capture_output=True,
+        [
+            "ssh-keygen",
+            "-Y",
+            "verify",
+            "-f",
+            str(repo.root / ".harness" / "owners"),
+            "-I",
+            "owner@example.com",
+            "-n",
+            "harness",
+            "-s",
+            str(tmp_path / "sig"),
+        ],
+        input=statement.encode(),
+        capture_output=True,
     )
     assert proc.returncode == 0, proc.stderr
 

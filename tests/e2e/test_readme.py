@@ -28,8 +28,14 @@ def test_readme_walkthrough_runs(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("HARNESS_")}
     env["PATH"] = f"{bindir}:{env['PATH']}"
     env["TMPDIR"] = str(tmp_path)
-    proc = subprocess.run(["bash", "-euo", "pipefail", "-c", walkthrough()], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", walkthrough()],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "greet completed step=- iteration=1" in proc.stdout
     assert re.search(r"^ok greet: 6 events, head 6:", proc.stdout, re.M)
