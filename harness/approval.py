@@ -312,8 +312,12 @@ _DECISIONS: tuple[tuple[re.Pattern[str], bool], ...] = (
     (re.compile("ship"), True),
     (re.compile(rf"unpark {_WORD}(?::{_WORD})?"), True),
     (re.compile(rf"extend-budget {_BUDGET_ITEM}(?:,{_BUDGET_ITEM})*"), True),
+    # Accepts a new owners file (by its SHA-256) for this goal: signed by a pinned owner.
+    (re.compile(r"rotate-owners [0-9a-f]{64}"), False),
 )
-_DECISION_FORMS = "run, ship, unpark <gate> or extend-budget <key>=<value>,..."
+_DECISION_FORMS = (
+    "run, ship, unpark <gate>, extend-budget <key>=<value>,... or rotate-owners <sha256>"
+)
 _VALUE_FORMS: dict[str, tuple[re.Pattern[str], str]] = {
     "goal": (re.compile(r"[a-z0-9][a-z0-9-]{0,62}"), "^[a-z0-9][a-z0-9-]{0,62}$"),
     "sha256": (re.compile(r"[0-9a-f]{64}"), "64 lowercase hex digits"),

@@ -83,11 +83,17 @@ class Cell:
     review_passed: bool = False
     feedback: str | None = None
     plan_notes: str | None = None
+    gate_commit: str | None = None
+    owners_commit: str | None = None
+    destructive: tuple[str, ...] = ()
+    destructive_detail: str | None = None
+    approved_classes: tuple[str, ...] = ()
     position: Position = START
 
     def to_dict(self) -> dict[str, Any]:
         raw = asdict(self)
-        raw["steps"] = list(self.steps)
+        for name in _TUPLES[2:]:
+            raw[name] = list(getattr(self, name))
         raw["position"] = {"seq": self.position.seq, "hash": self.position.hash}
         return raw
 
@@ -144,6 +150,9 @@ def _on_started(cell: Cell, event: Event) -> Cell:
         no_progress_passes=data["no_progress_passes"],
         goal_sha256=data["goal_sha256"],
         owners_sha256=data["owners_sha256"],
+        owners_commit=data["control_commit"],
+        destructive=tuple(data.get("command_classes", ())),
+        destructive_detail=data.get("command_detail"),
     )
 
 
@@ -159,6 +168,10 @@ def _on_revised(cell: Cell, event: Event) -> Cell:
         no_progress_passes=data["no_progress_passes"],
         goal_sha256=data["goal_sha256"],
         owners_sha256=data["owners_sha256"],
+        owners_commit=data["control_commit"],
+        destructive=tuple(data.get("command_classes", ())),
+        destructive_detail=data.get("command_detail"),
+        approved_classes=(),
     )
 
 
@@ -168,7 +181,11 @@ def _on_step_started(cell: Cell, event: Event) -> Cell:
     if step in AGENT_STEPS:
         used = replace(used, iterations=max(used.iterations, event.iteration))
     flight = InFlight(step, event.iteration, event.data["call_id"], event.data["base"])
-    return replace(cell, status="running", used=used, in_flight=flight)
+    cell = replace(cell, status="running", used=used, in_flight=flight)
+    if step in AGENT_STEPS:
+        # Destructive findings and their approvals belong to one build's changes.
+        cell = replace(cell, destructive=(), destructive_detail=None, approved_classes=())
+    return cell
 
 
 def _on_step_cutoff(cell: Cell, event: Event) -> Cell:
@@ -209,7 +226,16 @@ def _on_step_finished(cell: Cell, event: Event) -> Cell:
     if step == "plan":
         return replace(cell, step="build", plan_notes=bounded(data.get("stdout_tail")))
     if step == "build":
-        return replace(cell, step="judge", judge_passed=False, review_passed=False)
+        found = tuple(data.get("destructive_classes", ()))
+        detail = data.get("destructive_detail")
+        return replace(
+            cell,
+            step="judge",
+            judge_passed=False,
+            review_passed=False,
+            destructive=found,
+            destructive_detail=detail,
+        )
     if step == "judge" and passed:
         after = "review" if "review" in cell.steps else None
         return replace(
@@ -241,11 +267,13 @@ def _on_done_blocked(cell: Cell, event: Event) -> Cell:
 
 
 def _on_gated(cell: Cell, event: Event) -> Cell:
+    data = event.data
     return replace(
         cell,
-        status=event.data["status"],
-        gate=event.data["reason"],
-        gate_detail=event.data.get("detail"),
+        status=data["status"],
+        gate=data["reason"],
+        gate_detail=data.get("detail"),
+        gate_commit=data.get("commit"),
     )
 
 
@@ -263,16 +291,34 @@ def _on_failed(cell: Cell, event: Event) -> Cell:
     )
 
 
+def pending_classes(cell: Cell) -> tuple[str, ...]:
+    """Destructive classes found and not yet crossed by a signed unpark."""
+    return tuple(c for c in cell.destructive if c not in cell.approved_classes)
+
+
 def _on_decision(cell: Cell, event: Event) -> Cell:
     data = event.data
-    crossed = cell.gate
-    cell = replace(cell, status="running", gate=None, gate_detail=None)
-    if data["decision"] == "ship":
+    decision, crossed = data["decision"], data["gate"]
+    cell = replace(cell, status="running", gate=None, gate_detail=None, gate_commit=None)
+    if decision == "ship":
         return replace(cell, step="ship")
+    if crossed == "ship_outcome_unknown":
+        # The owner checked the outside world: it shipped. Never retried on its own.
+        return replace(cell, status="completed", step=None)
     if "limits" in data:
         cell = replace(cell, limit=_limits(data))
+    if crossed.startswith("destructive:"):
+        cell = replace(cell, approved_classes=(*cell.approved_classes, crossed.split(":", 1)[1]))
     if crossed == "no_progress":
         cell = replace(cell, no_progress_count=0, no_progress_fingerprint=None)
+    return cell
+
+
+def _on_owners_rotated(cell: Cell, event: Event) -> Cell:
+    data = event.data
+    cell = replace(cell, owners_sha256=data["owners_sha256"], owners_commit=data["owners_commit"])
+    if cell.gate == "owners_changed":
+        cell = replace(cell, status="running", gate=None, gate_detail=None)
     return cell
 
 
@@ -288,6 +334,7 @@ _HANDLERS = {
     "goal.cancelled": _on_cancelled,
     "goal.failed": _on_failed,
     "decision.used": _on_decision,
+    "owners.rotated": _on_owners_rotated,
 }
 
 
@@ -340,6 +387,22 @@ def parse_cell(data: bytes, source: str, goal_id: str, key: bytes) -> Cell:
     return _cell_from(raw, source)
 
 
+def peek_cell(data: bytes, source: str, goal_id: str) -> Cell:
+    """The cell's fields WITHOUT checking its MAC: only to show a human what they sign.
+
+    A decision signed from a forged cell names a state the real ledger does not have, so a
+    runner (which checks the MAC) never honours it.
+    """
+    try:
+        raw = strict_json_loads(data)
+    except ValueError as exc:
+        raise TrustFailure(f"{source}: the cell is not valid JSON: {exc}") from None
+    if not isinstance(raw, dict) or raw.get("goal") != goal_id or raw.get("v") != CELL_VERSION:
+        raise TrustFailure(f"{source}: not a version {CELL_VERSION} cell of goal {goal_id!r}")
+    raw.pop("mac", None)
+    return _cell_from(raw, source)
+
+
 def _spend_from(raw: Any, source: str, key: str, positive: bool) -> Spend:
     try:
         spend = Spend(**raw)
@@ -357,16 +420,20 @@ def _spend_from(raw: Any, source: str, key: str, positive: bool) -> Spend:
     return spend
 
 
+_TUPLES = ("used", "limit", "steps", "destructive", "approved_classes")
+
+
 def _cell_from(raw: dict[str, Any], source: str) -> Cell:
     try:
         raw.pop("v")
         pos = raw.pop("position")
         flight = raw.pop("in_flight")
+        fields: dict[str, Any] = {k: v for k, v in raw.items() if k not in _TUPLES}
+        fields.update({name: tuple(raw[name]) for name in _TUPLES[2:]})
         cell = Cell(
-            **{k: v for k, v in raw.items() if k not in ("used", "limit", "steps")},
+            **fields,
             used=_spend_from(raw["used"], source, "used", positive=False),
             limit=_spend_from(raw["limit"], source, "limit", positive=raw["status"] != "pending"),
-            steps=tuple(raw["steps"]),
             position=Position(int(pos["seq"]), str(pos["hash"])),
             in_flight=InFlight(**flight) if flight is not None else None,
         )

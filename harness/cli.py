@@ -166,6 +166,51 @@ def run(goal_ids: tuple[str, ...], max_steps: int | None, push: str | None) -> N
 
 
 @cli.command()
+@click.argument("goal_id")
+@click.option(
+    "--key",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="An owner's ssh-ed25519 private key file.",
+)
+def ship(goal_id: str, key: Path) -> None:
+    """Sign a ship decision bound to the parked commit and ledger head; the ship step runs.
+
+    With the secret at hand the ship step runs at once; otherwise commit
+    goals/<id>.approval and the next `harness run` ships.
+
+    Example: harness ship fix-login-timeout --key ~/.ssh/id_ed25519
+    """
+    from harness.commands.decide import ship as run_ship
+
+    _done(run_ship(_cwd(), goal_id, key, os.environ, sys.stdout))
+
+
+@cli.command()
+@click.argument("goal_id")
+@click.option(
+    "--key",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="An owner's ssh-ed25519 private key file.",
+)
+@click.option(
+    "--extend-budget",
+    "extend",
+    metavar="K=V[,K=V]",
+    help="New limits, e.g. iterations=5,cost_usd=40.",
+)
+def unpark(goal_id: str, key: Path, extend: str | None) -> None:
+    """Sign a decision to cross the goal's current (non-ship) gate.
+
+    Example: harness unpark fix-login-timeout --key ~/.ssh/id_ed25519 --extend-budget iterations=5
+    """
+    from harness.commands.decide import unpark as run_unpark
+
+    _done(run_unpark(_cwd(), goal_id, key, extend, os.environ, sys.stdout))
+
+
+@cli.command()
 @click.argument("goal_ids", nargs=-1)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON list.")
 @click.option(

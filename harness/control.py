@@ -78,6 +78,16 @@ class Control:
             f"goals/{goal.id}.approval",
         )
 
+    def owners_at(self, commit: str | None, sha256: str | None) -> tuple[Owner, ...]:
+        """The owners file a goal is pinned to, read from history and checked by its hash."""
+        data = self.repo.read_blob(commit, OWNERS_PATH) if commit else None
+        if data is None or hashlib.sha256(data).hexdigest() != sha256:
+            raise TrustFailure(
+                f"{OWNERS_PATH}: the owners file this goal is pinned to (commit {commit}) "
+                "cannot be read back with its recorded SHA-256; refusing to accept a new one"
+            )
+        return parse_owners(data.decode("utf-8", "replace"), f"{OWNERS_PATH}@{commit}")
+
     def principals(self) -> set[str]:
         return {p for owner in self.owners() for p in owner.principals}
 

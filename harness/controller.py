@@ -20,8 +20,17 @@ from typing import Any, Protocol
 from harness import failpoints
 from harness.agents import combine, parse_output, read_report_file
 from harness.approval import Verdict
-from harness.cell import READ_ONLY_STEPS, TERMINAL, WAITING, Cell, apply, cell_bytes
+from harness.cell import (
+    READ_ONLY_STEPS,
+    TERMINAL,
+    WAITING,
+    Cell,
+    apply,
+    cell_bytes,
+    pending_classes,
+)
 from harness.control import Control
+from harness.decisions import extended_limits
 from harness.fsutil import atomic_write
 from harness.gitrepo import Worktree
 from harness.goal import Goal
@@ -163,7 +172,12 @@ class Recorder:
             "goal.gated",
             None,
             self.cell.iteration,
-            {"status": status, "reason": reason, "detail": fit_text(detail, 4000)},
+            {
+                "status": status,
+                "reason": reason,
+                "detail": fit_text(detail, 4000),
+                "commit": self.wt.head(),
+            },
         )
         self.checkpoint(f"{status} ({reason})")
 
@@ -223,7 +237,13 @@ class GoalRunner(Recorder):
         if cell.in_flight is not None:
             self.resume_cut_off()
             return
-        if cell.used.passes >= cell.limit.passes:
+        pending = pending_classes(cell)
+        if pending:
+            detail = cell.destructive_detail or ", ".join(pending)
+            self.gate("parked_at_eyes", f"destructive:{pending[0]}", detail)
+        elif cell.step == "ship":
+            self.run("ship", cell.iteration)  # a signed decision: no ceiling applies
+        elif cell.used.passes >= cell.limit.passes:
             self.gate(
                 "needs_attention",
                 "max_passes",
@@ -481,6 +501,33 @@ class GoalRunner(Recorder):
         tracked = self.wt.git("ls-files", "--", rel)
         if path.is_file() and not tracked:
             path.unlink()
+
+    # ---- human decisions ----------------------------------------------------------------
+
+    def cross_gate(self, verdict: Verdict) -> None:
+        """Record a signed decision's use; the fold moves the goal on."""
+        statement = verdict.record.statement
+        data: dict[str, Any] = {
+            "decision": statement.decision,
+            "gate": self.cell.gate,
+            "signers": list(verdict.principals),
+            "commit": statement.commit,
+            "ledger": statement.ledger,
+            "signature_sha256": hashlib.sha256(verdict.record.armored.encode()).hexdigest(),
+        }
+        if statement.decision.startswith("extend-budget "):
+            data["limits"] = extended_limits(self.cell, statement.decision)
+        self.emit("decision.used", None, self.cell.iteration, data)
+        self.checkpoint(f"decision {statement.decision}")
+
+    def rotate_owners(self, verdict: Verdict, owners_sha256: str, owners_commit: str) -> None:
+        data = {
+            "owners_sha256": owners_sha256,
+            "owners_commit": owners_commit,
+            "signers": list(verdict.principals),
+        }
+        self.emit("owners.rotated", None, self.cell.iteration, data)
+        self.checkpoint("owners rotated")
 
     # ---- tampering ----------------------------------------------------------------------
 

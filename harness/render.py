@@ -66,6 +66,9 @@ def describe(event: Event) -> str:
     if kind == "goal.gated":
         detail = f" ({data['detail']})" if data.get("detail") else ""
         return f"{data['status']} gate={data['reason']}{detail}"
+    if kind == "owners.rotated":
+        who = ",".join(data.get("signers", []))
+        return f"owners rotated to sha256={data['owners_sha256'][:12]} by {who}"
     if kind == "decision.used":
         return f"decision {data['decision']} by {','.join(data.get('signers', []))}"
     if kind in ("goal.completed", "goal.cancelled", "goal.resumed", "goal.failed"):

@@ -71,6 +71,9 @@ elif mode == "fix-on-1":
 elif mode == "tamper-owners":
     Path(".harness/owners").open("a").write("mallory ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIJ9ZcHh0kQ6nqlqS0tPn6q1QJ1mH7xX5c8K0q9Q8lq8R\n")
     Path("value.txt").write_text("right\n")
+elif mode == "tamper-goal":
+    Path("goals/g1.yaml").open("a").write("# the agent was here\n")
+    Path("value.txt").write_text("right\n")
 elif mode == "env-dump":
     Path(os.environ["TEST_COUNTER_DIR"], "env.json").write_text(json.dumps(dict(os.environ)))
     Path("value.txt").write_text("right\n")

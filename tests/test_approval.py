@@ -333,7 +333,7 @@ def test_statement_round_trips(statement: Statement) -> None:
         (
             {"decision": "run\ngoal other"},
             "statement: decision: decision 'run\\ngoal other' is not valid (expected run, ship, "
-            "unpark <gate> or extend-budget <key>=<value>,...)",
+            "unpark <gate>, extend-budget <key>=<value>,... or rotate-owners <sha256>)",
         ),
         (
             {
@@ -422,17 +422,17 @@ BAD_STATEMENTS = [
     (
         replaced(RUN_LINES, 3, "decision deploy"),
         "line 4: decision 'deploy' is not valid "
-        "(expected run, ship, unpark <gate> or extend-budget <key>=<value>,...)",
+        "(expected run, ship, unpark <gate>, extend-budget <key>=<value>,... or rotate-owners <sha256>)",
     ),
     (
         replaced(RUN_LINES, 3, "decision unpark"),
         "line 4: decision 'unpark' is not valid "
-        "(expected run, ship, unpark <gate> or extend-budget <key>=<value>,...)",
+        "(expected run, ship, unpark <gate>, extend-budget <key>=<value>,... or rotate-owners <sha256>)",
     ),
     (
         replaced(RUN_LINES, 3, "decision extend-budget "),
         "line 4: decision 'extend-budget ' is not valid "
-        "(expected run, ship, unpark <gate> or extend-budget <key>=<value>,...)",
+        "(expected run, ship, unpark <gate>, extend-budget <key>=<value>,... or rotate-owners <sha256>)",
     ),
     (
         joined([*RUN_LINES, f"commit {COMMIT}", f"ledger {LEDGER}"]),
@@ -454,7 +454,7 @@ BAD_STATEMENTS = [
     (
         replaced(RUN_LINES, 3, "decision " + "x" * 200),
         f"line 4: decision '{'x' * 100}'… is not valid "
-        "(expected run, ship, unpark <gate> or extend-budget <key>=<value>,...)",
+        "(expected run, ship, unpark <gate>, extend-budget <key>=<value>,... or rotate-owners <sha256>)",
     ),
     (
         joined([*SHIP_LINES[:4], f"ledger {LEDGER}", f"commit {COMMIT}"]),

@@ -114,7 +114,9 @@ def test_gate_and_decision():
     )
     assert (cell.status, cell.gate) == ("parked_at_eyes", "ship")
     shipped = apply(
-        cell, ev(3, "decision.used", decision="ship", signers=["o"])[0], Position(3, "h")
+        cell,
+        ev(3, "decision.used", decision="ship", gate="ship", signers=["o"])[0],
+        Position(3, "h"),
     )
     assert (shipped.status, shipped.gate, shipped.step) == ("running", None, "ship")
 

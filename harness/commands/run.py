@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TextIO
 
-from harness.approval import Verdict
+from harness.approval import SignedRecord, Verdict, verify_record
 from harness.cell import TERMINAL, WAITING
 from harness.control import Control, open_control
 from harness.controller import Clock, GoalRunner, RunContext, SystemClock
+from harness.decisions import find_decision
 from harness.errors import Busy, HarnessError, InvalidInput, TrustFailure
 from harness.gitrepo import Repo
 from harness.goal import Goal
@@ -74,8 +75,14 @@ def _run_one(repo: Repo, ctx: RunContext, goal_id: str, err: TextIO) -> int:
     return 0
 
 
-def advance_goal(repo: Repo, ctx: RunContext, goal_id: str) -> None:
-    """Verify, then move one goal on. The caller holds its lock."""
+def advance_goal(
+    repo: Repo, ctx: RunContext, goal_id: str, extra: Sequence[SignedRecord] = ()
+) -> None:
+    """Verify, then move one goal on. The caller holds its lock.
+
+    `extra` holds decision records not yet on the control ref (a `harness ship` acting at
+    once); they are checked exactly like the committed ones.
+    """
     control = ctx.control
     goal = control.goal(goal_id, control.principals())
     verdict = _verdict(control, goal)
@@ -90,28 +97,62 @@ def advance_goal(repo: Repo, ctx: RunContext, goal_id: str) -> None:
     if cell.status in TERMINAL:
         return
     runner = GoalRunner(ctx, goal, verdict, wt, paths, loaded)
+    records = (*control.approvals(goal_id), *extra)
+    started = cell.goal_sha256 is not None
+    owners_moved = started and cell.owners_sha256 != control.owners_sha256
+    if owners_moved and not _rotate(runner, control, records):
+        _gate_unless_waiting(
+            runner,
+            "owners_changed",
+            ".harness/owners changed after the goal started; the change must be "
+            "signed by an owner the goal started under (decision rotate-owners)",
+        )
+        return
     if verdict is None:
-        if cell.goal_sha256 is not None and cell.goal_sha256 != goal.sha256:
-            if cell.status not in WAITING:
-                runner.gate(
-                    "needs_attention",
-                    "goal_changed",
-                    f"goals/{goal_id}.yaml changed after the run began "
-                    f"(sha256 {goal.sha256[:12]}); approve the new version",
-                )
+        if started and cell.goal_sha256 != goal.sha256:
+            _gate_unless_waiting(
+                runner,
+                "goal_changed",
+                f"goals/{goal_id}.yaml changed after the run began "
+                f"(sha256 {goal.sha256[:12]}); approve the new version",
+            )
             return
         control.run_approval(goal)  # raises the precise refusal
-    if cell.owners_sha256 not in (None, control.owners_sha256) and cell.goal_sha256 == goal.sha256:
-        if cell.status not in WAITING:
-            runner.gate(
-                "needs_attention",
-                "owners_changed",
-                ".harness/owners changed after the goal started; "
-                "the change must be signed by an owner the goal started under",
-            )
-        return
     runner.start_or_revise(control.owners_sha256)
+    if runner.cell.status in WAITING:
+        source = f"goals/{goal_id}.approval"
+        decision = find_decision(records, control.owners(), goal_id, runner.cell, source)
+        if decision is None:
+            return
+        runner.cross_gate(decision)
     runner.advance()
+
+
+def _gate_unless_waiting(runner: GoalRunner, reason: str, detail: str) -> None:
+    if runner.cell.status not in WAITING:
+        runner.gate("needs_attention", reason, detail)
+
+
+def _rotate(runner: GoalRunner, control: Control, records: Sequence[SignedRecord]) -> bool:
+    """Accept the new owners file when an owner the goal is pinned to signed it (as in TUF)."""
+    cell = runner.cell
+    pinned = control.owners_at(cell.owners_commit, cell.owners_sha256)
+    wanted = f"rotate-owners {control.owners_sha256}"
+    for record in records:
+        statement = record.statement
+        if (statement.goal, statement.sha256, statement.decision) != (
+            runner.goal.id,
+            cell.goal_sha256,
+            wanted,
+        ):
+            continue
+        try:
+            verdict = verify_record(record, pinned, f"goals/{runner.goal.id}.approval")
+        except TrustFailure:
+            continue
+        runner.rotate_owners(verdict, control.owners_sha256, control.commit)
+        return True
+    return False
 
 
 def _verdict(control: Control, goal: Goal) -> Verdict | None:

@@ -1,0 +1,335 @@
+"""`harness ci github|cron|systemd`: the files that run `harness run` on a schedule.
+
+Each generator only writes (or prints) text for a human to read, commit or install; none
+of them touches a scheduler. What each choice is for: docs/guide/scheduling.md.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TextIO
+
+from harness.config import parse_config
+from harness.control import CONFIG_PATH
+from harness.errors import InvalidInput
+from harness.fsutil import atomic_write
+from harness.gitrepo import Repo
+from harness.secret import ENV_SECRET_FILE, default_secret_file
+
+WORKFLOW_PATH = ".github/workflows/harness.yml"
+SERVICE_NAME = "goal-harness.service"
+TIMER_NAME = "goal-harness.timer"
+DEFAULT_EVERY_MINUTES = 30
+# Intervals that repeat evenly: cron's */N and systemd's 0/N restart at each hour (or day),
+# so any other N would give a short gap once an hour.
+MINUTE_STEPS = tuple(n for n in range(1, 60) if 60 % n == 0)
+HOUR_STEPS = tuple(n for n in range(1, 25) if 24 % n == 0)
+EVERY_EXPECTED = (
+    f"minutes that divide an hour ({', '.join(map(str, MINUTE_STEPS))}) or whole hours that "
+    f"divide a day, in minutes ({', '.join(str(h * 60) for h in HOUR_STEPS)})"
+)
+# systemd splits these values at blanks and treats quotes, backslashes, `$` and `%` specially.
+_SYSTEMD_UNSAFE = re.compile(r"[\s\"'\\$%;\x00-\x1f\x7f]")
+
+
+def ci_github(cwd: Path, out: TextIO, force: bool) -> int:
+    """Write .github/workflows/harness.yml; refuse to replace one unless `force`."""
+    root = Repo.discover(cwd).root
+    target = root / WORKFLOW_PATH
+    if target.exists() and not force:
+        raise InvalidInput(
+            f"{WORKFLOW_PATH}: already exists (expected no file; pass --force to replace it)"
+        )
+    atomic_write(target, github_workflow(_branch_prefix(root)).encode())
+    out.write(f"wrote {WORKFLOW_PATH}\n")
+    out.write(
+        "next: add the repository secret HARNESS_SECRET (a value from "
+        "`harness secret new --print`), then commit the workflow\n"
+    )
+    return 0
+
+
+def ci_cron(
+    cwd: Path, out: TextIO, every_minutes: int, env: Mapping[str, str] | None = None
+) -> int:
+    """Print a crontab entry (with comments) that runs `harness run` in this repository."""
+    env = os.environ if env is None else env
+    repo = Repo.discover(cwd)
+    secret_file = _secret_file(env)
+    line = cron_line(repo, every_minutes, secret_file, harness_command())
+    out.write(f"# goal-harness for {repo.root}, every {_every_text(every_minutes)}\n")
+    out.write(
+        f"# install: (crontab -l 2>/dev/null; harness ci cron --every {every_minutes}) | crontab -\n"
+    )
+    if not secret_file.is_file():
+        out.write(f"# note: {secret_file} does not exist yet: run `harness secret new`\n")
+    out.write(line + "\n")
+    return 0
+
+
+def ci_systemd(
+    cwd: Path,
+    out: TextIO,
+    directory: Path | None,
+    every_minutes: int,
+    env: Mapping[str, str] | None = None,
+    force: bool = False,
+) -> int:
+    """Write goal-harness.service and .timer into `directory`, or print both."""
+    env = os.environ if env is None else env
+    repo = Repo.discover(cwd)
+    units = {
+        SERVICE_NAME: systemd_service(repo, _secret_file(env), harness_command()),
+        TIMER_NAME: systemd_timer(repo.root, every_minutes),
+    }
+    if directory is None:
+        for name, text in units.items():
+            out.write(f"# --- {name}\n{text}\n")
+    else:
+        _write_units(directory, units, force, out)
+    out.write(
+        f"next: systemctl --user daemon-reload && systemctl --user enable --now {TIMER_NAME}\n"
+    )
+    return 0
+
+
+def _write_units(directory: Path, units: Mapping[str, str], force: bool, out: TextIO) -> None:
+    existing = [name for name in units if (directory / name).exists()]
+    if existing and not force:
+        raise InvalidInput(
+            f"{directory / existing[0]}: already exists (expected no file; pass --force to replace it)"
+        )
+    for name, text in units.items():
+        atomic_write(directory / name, text.encode())
+        out.write(f"wrote {directory / name}\n")
+
+
+# --- shared -----------------------------------------------------------------------------
+
+
+def harness_command() -> list[str]:
+    """The absolute command for `harness`: schedulers run with a minimal PATH."""
+    beside = Path(sys.executable).parent / "harness"
+    if beside.is_file() and os.access(beside, os.X_OK):
+        return [str(beside)]
+    found = shutil.which("harness")
+    if found:
+        return [str(Path(found).absolute())]
+    return [sys.executable, "-m", "harness"]
+
+
+def _secret_file(env: Mapping[str, str]) -> Path:
+    """The file `harness run` will read: HARNESS_SECRET_FILE if set here, else the default."""
+    named = env.get(ENV_SECRET_FILE)
+    return Path(named).expanduser().absolute() if named else default_secret_file(env).absolute()
+
+
+def _branch_prefix(root: Path) -> str:
+    path = root / CONFIG_PATH
+    return parse_config(path.read_bytes() if path.is_file() else None, CONFIG_PATH).branch_prefix
+
+
+def schedule(every_minutes: int) -> tuple[str, str]:
+    """(cron expression, systemd OnCalendar) for an interval that repeats evenly."""
+    if every_minutes in MINUTE_STEPS:
+        return f"*/{every_minutes} * * * *", f"*:0/{every_minutes}"
+    hours, rest = divmod(every_minutes, 60)
+    if rest == 0 and hours in HOUR_STEPS:
+        return f"0 */{hours} * * *", f"0/{hours}:00"
+    raise InvalidInput(f"--every: {every_minutes} (expected {EVERY_EXPECTED})")
+
+
+def _every_text(every_minutes: int) -> str:
+    count, unit = (every_minutes, "minute") if every_minutes % 60 else (every_minutes // 60, "hour")
+    return f"{count} {unit}" if count == 1 else f"{count} {unit}s"
+
+
+# --- GitHub Actions ---------------------------------------------------------------------
+
+
+def github_workflow(branch_prefix: str) -> str:
+    refs = f"refs/heads/{branch_prefix}"
+    return _WORKFLOW.replace("@REFS@", refs).replace("@PREFIX@", branch_prefix)
+
+
+# Written as text, not dumped from a dict, so that the comments reach the reader. The run
+# step treats 4 (another runner holds every goal) as success; every other non-zero exit
+# fails the job. The summary step runs even after a failure, because that is when it is
+# read.
+_WORKFLOW = """\
+# goal-harness: advance the approved goals on a schedule (made by `harness ci github`).
+# Needs the repository secret HARNESS_SECRET (a value from `harness secret new --print`).
+# Guide: docs/guide/scheduling.md in goal-harness.
+name: goal-harness
+
+on:
+  schedule:
+    - cron: "*/30 * * * *"  # every 30 minutes, UTC; GitHub may start scheduled runs late
+  workflow_dispatch: {}
+
+# One run at a time. A new run waits for the live one rather than cancelling it: a
+# cancelled step is resumed, and possibly run again, by the next run.
+concurrency:
+  group: goal-harness
+  cancel-in-progress: false
+
+permissions:
+  contents: write  # the run commits to, and pushes, the goal branches @PREFIX@<id>
+
+jobs:
+  run:
+    runs-on: ubuntu-latest
+    steps:
+      - uses: actions/checkout@v4
+        with:
+          fetch-depth: 0  # full history: goal branches share it with the control branch
+      - uses: actions/setup-python@v5
+        with:
+          python-version: "3.11"
+      - name: Install goal-harness
+        # Pin a version for repeatable runs: python -m pip install "goal-harness==X.Y.Z"
+        run: python -m pip install goal-harness
+      - name: Fetch goal branches
+        # As local branches, which is where harness looks for a goal's record. Without
+        # "+", a goal branch that went backwards on the remote is refused, not taken.
+        run: git fetch --no-tags origin "@REFS@*:@REFS@*"
+      - name: Run goals
+        shell: bash
+        env:
+          HARNESS_SECRET: ${{ secrets.HARNESS_SECRET }}
+        run: |
+          code=0
+          harness run --push origin || code=$?
+          if [ "$code" -ne 0 ] && [ "$code" -ne 4 ]; then
+            echo "::error::harness run exited $code (1 internal error, 2 invalid input, 3 trust failure)"
+            exit "$code"
+          fi
+      - name: Summary
+        if: always()
+        shell: bash
+        env:
+          HARNESS_SECRET: ${{ secrets.HARNESS_SECRET }}
+        run: |
+          {
+            echo "## goal-harness status"
+            echo
+            echo '```text'
+            harness status || echo "(harness status exited $?)"
+            echo '```'
+            for ref in $(git for-each-ref --format='%(refname:lstrip=2)' "@REFS@"); do
+              echo
+              harness replay "${ref#@PREFIX@}" --format md || echo "(no report for $ref)"
+            done
+          } >> "$GITHUB_STEP_SUMMARY"
+"""
+
+
+# --- cron -------------------------------------------------------------------------------
+
+
+def cron_line(repo: Repo, every_minutes: int, secret_file: Path, command: list[str]) -> str:
+    """One crontab line: cd into the repository, run, append everything to a log.
+
+    No `flock` around it: the harness takes a lock per goal, so a tick that starts while
+    a long run is still going skips the busy goal and moves any other goal on.
+    """
+    # The shell opens the log before harness runs, so its folder must already exist.
+    log = repo.harness_dir() / "cron.log"
+    for path in (repo.root, secret_file, log, *map(Path, command)):
+        _cron_safe(path)
+    when, _ = schedule(every_minutes)
+    run = " ".join(shlex.quote(word) for word in [*command, "run"])
+    return (
+        f"{when} cd {shlex.quote(str(repo.root))} && "
+        f"{ENV_SECRET_FILE}={shlex.quote(str(secret_file))} {run} "
+        f">> {shlex.quote(str(log))} 2>&1"
+    )
+
+
+def _cron_safe(path: Path) -> None:
+    # cron turns an unescaped % into a newline, and one entry is one line.
+    if "%" in str(path) or "\n" in str(path):
+        raise InvalidInput(
+            f"{path}: a path in a crontab line cannot hold '%' or a newline (expected a plain path)"
+        )
+
+
+# --- systemd ----------------------------------------------------------------------------
+
+
+def systemd_service(repo: Repo, secret_file: Path, command: list[str]) -> str:
+    root = repo.root
+    writable = [root] if repo.common_dir.is_relative_to(root) else [root, repo.common_dir]
+    for path in (*writable, secret_file, *map(Path, command)):
+        _systemd_safe(path)
+    return _SERVICE.format(
+        root=root,
+        secret_file=secret_file,
+        exec_start=" ".join([*command, "run"]),
+        writable=" ".join(map(str, writable)),
+        secret_env=ENV_SECRET_FILE,
+    )
+
+
+def systemd_timer(root: Path, every_minutes: int) -> str:
+    _, calendar = schedule(every_minutes)
+    return _TIMER.format(
+        root=root, every=_every_text(every_minutes), calendar=calendar, service=SERVICE_NAME
+    )
+
+
+def _systemd_safe(path: Path) -> None:
+    if _SYSTEMD_UNSAFE.search(str(path)):
+        raise InvalidInput(
+            f"{path}: a path in a systemd unit here cannot hold blanks, quotes, '\\', '$', "
+            "'%' or ';' (expected a plain path; a symlink without them will do)"
+        )
+
+
+# ProtectSystem=strict makes the whole file system read-only for the run, home included;
+# ReadWritePaths gives back the repository (worktrees, ledger, locks in .git). An agent
+# that keeps state elsewhere needs that folder added too.
+_SERVICE = """\
+# goal-harness for {root} (made by `harness ci systemd`)
+[Unit]
+Description=goal-harness: advance the approved goals of {root}
+
+[Service]
+Type=oneshot
+WorkingDirectory={root}
+Environment={secret_env}={secret_file}
+ExecStart={exec_start}
+# 4: another process holds every goal; it will be moved on by that process.
+SuccessExitStatus=4
+# A run lasts as long as its steps; each step has its own timeout in the goal file.
+TimeoutStartSec=infinity
+# Hardening that leaves git and the harness working. The file system is read-only apart
+# from the paths below: add any folder your agent writes to, e.g. %h/.cache.
+NoNewPrivileges=yes
+PrivateTmp=yes
+ProtectSystem=strict
+ReadWritePaths={writable}
+RestrictSUIDSGID=yes
+LockPersonality=yes
+"""
+
+_TIMER = """\
+# goal-harness for {root} (made by `harness ci systemd`)
+[Unit]
+Description=Run goal-harness for {root} every {every}
+
+[Timer]
+OnCalendar={calendar}
+# Run once at start-up when a run was missed while the machine was off or asleep.
+Persistent=true
+Unit={service}
+
+[Install]
+WantedBy=timers.target
+"""

@@ -1,0 +1,155 @@
+"""`harness ship` and `harness unpark`: sign a decision bound to the goal's exact state.
+
+The decision names the goal file's SHA-256, the commit the gate was reached at and the
+ledger head. It is appended to `goals/<id>.approval` in the checkout; a runner honours it
+once the file reaches the control branch. With the secret at hand, the command also acts
+at once on this machine's worktree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TextIO
+
+from harness.approval import (
+    SignedRecord,
+    Statement,
+    append_record,
+    load_approval_file,
+    principals_for_key,
+    sign,
+    verify,
+)
+from harness.cell import WAITING, Cell, parse_cell, peek_cell
+from harness.commands.approve import passphrase
+from harness.control import Control, open_control
+from harness.controller import RunContext, SystemClock
+from harness.decisions import EXTENDABLE_GATES, SHIP_GATES, parse_extension
+from harness.errors import InvalidInput, TrustFailure
+from harness.gitrepo import Repo
+from harness.goal import check_goal_id
+from harness.lock import GoalLock
+from harness.secret import Secret, load_secret
+from harness.workspace import branch_name
+
+
+def ship(cwd: Path, goal_id: str, key: Path, env: Mapping[str, str], out: TextIO) -> int:
+    return _decide(cwd, goal_id, key, None, env, out, ship=True)
+
+
+def unpark(
+    cwd: Path, goal_id: str, key: Path, extend: str | None, env: Mapping[str, str], out: TextIO
+) -> int:
+    return _decide(cwd, goal_id, key, extend, env, out, ship=False)
+
+
+def _decide(
+    cwd: Path,
+    goal_id: str,
+    key: Path,
+    extend: str | None,
+    env: Mapping[str, str],
+    out: TextIO,
+    *,
+    ship: bool,
+) -> int:
+    check_goal_id(goal_id, "goal id")
+    repo = Repo.discover(cwd)
+    control = open_control(repo)
+    secret = _secret_if_any(env, repo)
+    cell = _current_cell(repo, control, goal_id, secret)
+    decision = _decision_for(cell, goal_id, extend, ship=ship)
+    statement = Statement(
+        goal=goal_id,
+        sha256=cell.goal_sha256 or "",
+        decision=decision,
+        commit=cell.gate_commit,
+        ledger=str(cell.position),
+    )
+    armored = sign(statement.to_bytes(), key, passphrase(env))
+    signers = principals_for_key(control.owners(), verify(statement.to_bytes(), armored))
+    if not signers:
+        raise TrustFailure(
+            f"{key}: this key is not listed in .harness/owners on {control.ref}; "
+            "only an owner can sign a decision (nothing was written)"
+        )
+    path = repo.root / "goals" / f"{goal_id}.approval"
+    append_record(path, statement, armored)
+    out.write(
+        f"signed `{decision}` for {goal_id} at commit {cell.gate_commit}, "
+        f"ledger {cell.position.seq} as {', '.join(signers)}\n"
+    )
+    if secret is None or not (repo.worktree_path(goal_id) / ".git").exists():
+        out.write(f"next: commit goals/{goal_id}.approval; the next `harness run` acts on it\n")
+        return 0
+    record = load_approval_file(path, str(path))[-1]
+    return _act_now(repo, control, secret, goal_id, record, env, out)
+
+
+def _act_now(
+    repo: Repo,
+    control: Control,
+    secret: Secret,
+    goal_id: str,
+    record: SignedRecord,
+    env: Mapping[str, str],
+    out: TextIO,
+) -> int:
+    from harness.commands.run import advance_goal
+
+    def print_line(line: str) -> None:
+        out.write(line)
+        out.flush()
+
+    ctx = RunContext(control, secret, SystemClock(), print_line, env)
+    with GoalLock(repo.harness_dir() / "locks", goal_id):
+        advance_goal(repo, ctx, goal_id, extra=(record,))
+    return 0
+
+
+def _secret_if_any(env: Mapping[str, str], repo: Repo) -> Secret | None:
+    try:
+        return load_secret(env, repo.root)
+    except TrustFailure:
+        return None
+
+
+def _current_cell(repo: Repo, control: Control, goal_id: str, secret: Secret | None) -> Cell:
+    """The goal's cell: verified when the secret is at hand, else only read (see peek_cell)."""
+    local = repo.worktree_path(goal_id) / "ledger" / goal_id / "state.json"
+    source = f"ledger/{goal_id}/state.json"
+    data = local.read_bytes() if local.is_file() else None
+    if data is None:
+        data = repo.read_blob(branch_name(control, goal_id), source)
+    if data is None:
+        raise InvalidInput(f"goal {goal_id}: has not started (nothing is waiting for a decision)")
+    if secret is None:
+        return peek_cell(data, source, goal_id)
+    return parse_cell(data, source, goal_id, secret.goal_key(goal_id))
+
+
+def _decision_for(cell: Cell, goal_id: str, extend: str | None, *, ship: bool) -> str:
+    gate = cell.gate
+    if cell.status not in WAITING or gate is None:
+        raise InvalidInput(
+            f"goal {goal_id}: is {cell.status}, not waiting at a gate (nothing to decide)"
+        )
+    if ship:
+        if gate not in SHIP_GATES:
+            raise InvalidInput(
+                f"goal {goal_id}: waits at gate {gate}, not ship (use `harness unpark`)"
+            )
+        return "ship"
+    if gate == "ship":
+        raise InvalidInput(f"goal {goal_id}: waits at gate ship (use `harness ship`)")
+    if extend is None:
+        return f"unpark {gate}"
+    if gate not in EXTENDABLE_GATES:
+        raise InvalidInput(
+            f"--extend-budget: goal {goal_id} waits at gate {gate} "
+            f"(expected a gate of {', '.join(sorted(EXTENDABLE_GATES))})"
+        )
+    decision = f"extend-budget {extend}"
+    parse_extension(decision)
+    return decision
