@@ -16,7 +16,7 @@ from typing import Any
 import click
 
 from harness import __version__
-from harness.errors import HarnessError
+from harness.errors import HarnessError, Interrupted
 
 
 def _crash_log(exc: BaseException) -> Path:
@@ -41,6 +41,12 @@ class HarnessGroup(click.Group):
             # The reader went away (`harness replay | head`): stop quietly, like other tools.
             sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - keeps the interpreter's flush quiet
             ctx.exit(141)
+        except Interrupted as stop:
+            click.echo(
+                f"harness: stopped by {stop.name}; the goal is paused and the next run resumes it",
+                err=True,
+            )
+            ctx.exit(128 + stop.signum)
         except KeyboardInterrupt:
             click.echo("harness: interrupted", err=True)
             ctx.exit(130)

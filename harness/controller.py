@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import signal
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -31,6 +33,7 @@ from harness.cell import (
 )
 from harness.control import Control
 from harness.decisions import extended_limits
+from harness.errors import Interrupted
 from harness.fsutil import atomic_write
 from harness.gitrepo import Worktree
 from harness.goal import Goal
@@ -39,11 +42,58 @@ from harness.judge import first_failing_test
 from harness.ledger import MAX_DATA_BYTES, Position
 from harness.render import text_line
 from harness.secret import Secret
-from harness.steps import StepResult, child_env, run_step
+from harness.steps import StepResult, child_env, end_marked_group, run_step
 
 PROTECTED_PREFIXES = ("goals/", ".harness/", "ledger/")
 TEXT_FIELD_BYTES = 12_000
 MAX_LISTED_PATHS = 200
+
+
+@contextmanager
+def interruptible() -> Iterator[None]:
+    """SIGINT and SIGTERM raise `Interrupted` (once): the running step's group is ended by
+    `steps.run_step`, the interruption is recorded, and the goal is left resumable."""
+    fired = False
+
+    def handler(signum: int, frame: object) -> None:
+        nonlocal fired
+        if not fired:
+            fired = True
+            raise Interrupted(signum)
+
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+
+class ChildRecord:
+    """The process group of the step running now, kept next to the goal's lock.
+
+    A harness killed with SIGKILL cannot end its step's processes; the next run (holding
+    the lock) ends the group it finds recorded before it resumes the goal.
+    """
+
+    def __init__(self, folder: Path, goal_id: str) -> None:
+        self.path = folder / f"{goal_id}.child"
+
+    def save(self, pid: int, call: str) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.path.write_text(f"{pid} {call}\n")
+
+    def clear(self) -> None:
+        self.path.unlink(missing_ok=True)
+
+    def end_leftover(self) -> None:
+        try:
+            pid_text, call = self.path.read_text().split()
+            pid = int(pid_text)
+        except (FileNotFoundError, ValueError):
+            return
+        end_marked_group(pid, f"HARNESS_CALL_ID={call}")
+        self.clear()
 
 
 class Clock(Protocol):
@@ -294,6 +344,7 @@ class GoalRunner(Recorder):
     def resume_cut_off(self) -> None:
         flight = self.cell.in_flight
         assert flight is not None
+        ChildRecord(self.ctx.control.repo.harness_dir() / "locks", self.goal.id).end_leftover()
         if flight.step == "ship":
             self.gate(
                 "parked_at_eyes",
@@ -326,11 +377,18 @@ class GoalRunner(Recorder):
         started = self.checkpoint(f"{step} {iteration} started")
         before = self.wt.work_tree_id() if step in READ_ONLY_STEPS else None
         failpoints.hit(f"in_{step}")
-        result = self.execute(step, iteration)
+        try:
+            result = self.execute(step, iteration, cid)
+        except Interrupted as stop:
+            # The step's group is already ended (steps.run_step); the step stays in flight,
+            # so the next run handles it as cut off (a ship step: outcome unknown).
+            self.emit("step.interrupted", step, iteration, {"call_id": cid, "signal": stop.name})
+            self.checkpoint(f"{step} {iteration} interrupted by {stop.name}")
+            raise
         finish = getattr(self, f"finish_{step}")
         finish(step, iteration, cid, started, before, result)
 
-    def execute(self, step: str, iteration: int) -> tuple[StepResult, Path]:
+    def execute(self, step: str, iteration: int, cid: str) -> tuple[StepResult, Path]:
         spec = getattr(self.goal, step)
         scratch = Path(tempfile.mkdtemp(prefix=f"harness-{self.goal.id}-"))
         prompt = build_prompt(self.goal, self.cell)
@@ -344,9 +402,21 @@ class GoalRunner(Recorder):
                 "HARNESS_STEP": step,
                 "HARNESS_PROMPT_FILE": str(scratch / "prompt.txt"),
                 "HARNESS_REPORT_FILE": str(scratch / "report.json"),
+                "HARNESS_CALL_ID": cid,
             },
         )
-        result = run_step(spec.run, self.wt.path, env, prompt.encode(), spec.timeout_s)
+        children = ChildRecord(self.ctx.control.repo.harness_dir() / "locks", self.goal.id)
+        try:
+            result = run_step(
+                spec.run,
+                self.wt.path,
+                env,
+                prompt.encode(),
+                spec.timeout_s,
+                on_start=lambda pid: children.save(pid, cid),
+            )
+        finally:
+            children.clear()
         return result, scratch
 
     def base_data(self, cid: str, result: StepResult) -> dict[str, Any]:

@@ -43,3 +43,14 @@ def located(file: str, key: str, problem: str, expected: str | None = None) -> s
 
 def invalid(file: str, key: str, problem: str, expected: str | None = None) -> InvalidInput:
     return InvalidInput(located(file, key, problem, expected))
+
+
+class Interrupted(BaseException):
+    """SIGINT or SIGTERM arrived: stop promptly, leaving the goal resumable."""
+
+    def __init__(self, signum: int) -> None:
+        import signal
+
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+        self.name = signal.Signals(signum).name

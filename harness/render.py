@@ -57,6 +57,8 @@ def describe(event: Event) -> str:
         return f"{kind.split('.')[1]} sha256={data['goal_sha256'][:12]} approved-by={who} limits: {_limits(data)}"
     if kind == "step.started":
         return f"{event.step}[{event.iteration}] started"
+    if kind == "step.interrupted":
+        return f"{event.step}[{event.iteration}] interrupted by {data['signal']}"
     if kind == "step.cutoff":
         return f"{event.step}[{event.iteration}] was cut off; work in progress: {len(data.get('changed', []))} files"
     if kind == "step.finished":

@@ -17,9 +17,9 @@ import json
 import math
 import re
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from harness.cell import Cell, Spend, apply
 from harness.ledger import Event, Position, Record
@@ -290,6 +290,13 @@ def _step_label(event: Event) -> tuple[str, str]:
     return _text(result) or "done", "neutral"
 
 
+def _bound(data: Mapping[str, Any], keys: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
+    """What a signature was bound to, as far as the event says; a missing key is left out."""
+    return tuple(
+        (key.replace("_", " "), _cut(_text(data[key]), 200)) for key in keys if data.get(key)
+    )
+
+
 def _first_line(value: object) -> str:
     return next((line for line in _text(value).splitlines() if line.strip()), "")
 
@@ -420,6 +427,8 @@ class Collector:
         data = event.data
         status, reason = _text(data.get("status")), _text(data.get("reason"))
         detail = _cut(_text(data.get("detail")))
+        if data.get("commit"):
+            detail += f"\nat commit {_cut(_text(data['commit']), 80)}"
         gate = Gate(event.seq, event.ts, event.iteration, status, _cut(reason, 200), detail)
         self.resolve(f"replaced by gate #{event.seq}")
         self.gates.add(gate)
@@ -430,22 +439,35 @@ class Collector:
         data = event.data
         decision = _text(data.get("decision")) or "(unnamed)"
         signers = _names(data.get("signers"))
-        bound = tuple((key, _text(data[key])) for key in ("commit", "ledger") if key in data)
+        bound = _bound(data, ("commit", "ledger", "signature_sha256"))
         if "limits" in data:
             bound += (("new limits", _text(data["limits"])),)
+        # The event names the gate it crossed; older events did not, so fall back to the fold.
+        crossed = _text(data["gate"]) if data.get("gate") else before.gate
         self.decisions.add(
-            Decision(event.seq, event.ts, _cut(decision, 200), signers, bound, before.gate)
+            Decision(event.seq, event.ts, _cut(decision, 200), signers, bound, crossed)
         )
         self.resolve(f"crossed by decision {_cut(decision, 80)} #{event.seq}")
         who = ", ".join(signers) or "(no signer recorded)"
         self.mark(event, "decision", f"decision {decision}", "info", f"signed by {who}")
+
+    def on_owners_rotated(self, event: Event, before: Cell) -> None:
+        signers = _names(event.data.get("signers"))
+        bound = _bound(event.data, ("owners_sha256", "owners_commit"))
+        self.decisions.add(
+            Decision(event.seq, event.ts, "rotate owners", signers, bound, before.gate)
+        )
+        if before.gate == "owners_changed":
+            self.resolve(f"cleared by owners rotation #{event.seq}")
+        who = ", ".join(signers) or "(no signer recorded)"
+        self.mark(event, "owners", "owners rotated", "info", f"signed by {who}")
 
     def on_end(self, event: Event, before: Cell) -> None:
         kind = event.type.split(".")[1]
         if event.type == "goal.cancelled":
             self.resolve(f"goal cancelled #{event.seq}")
         data = event.data
-        detail = " · ".join(_text(data[k]) for k in ("detail", "commit") if data.get(k))
+        detail = " · ".join(_text(data[k]) for k in ("detail", "commit", "by") if data.get(k))
         self.mark(event, "end", kind, _END_TONES.get(event.type, "neutral"), detail)
 
     def on_other(self, event: Event, before: Cell) -> None:
@@ -467,6 +489,7 @@ _HANDLERS: dict[str, Callable[[Collector, Event, Cell], None]] = {
     "done.blocked": Collector.on_done_blocked,
     "goal.gated": Collector.on_gated,
     "decision.used": Collector.on_decision,
+    "owners.rotated": Collector.on_owners_rotated,
     "goal.completed": Collector.on_end,
     "goal.failed": Collector.on_end,
     "goal.cancelled": Collector.on_end,

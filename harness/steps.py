@@ -25,6 +25,7 @@ import os
 import selectors
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -202,6 +203,7 @@ def run_step(
     tail_bytes: int = 16_384,
     stdout_keep_bytes: int = 1_048_576,
     clock: Callable[[], float] = time.monotonic,
+    on_start: Callable[[int], None] | None = None,
 ) -> StepResult:
     """Run `argv` in `cwd` with a timeout and bounded capture; see the module docstring.
 
@@ -218,6 +220,8 @@ def run_step(
         return _not_started(argv, cwd, exc, clock() - started)
     child = _Child(proc, clock, out, both)
     try:
+        if on_start is not None:
+            on_start(proc.pid)
         timed_out = not child.run_until(started + timeout_s, need_eof=False)
         child.finish_group(GRACE_S)
         code = child.reap()
@@ -238,6 +242,34 @@ def run_step(
     )
 
 
+def _die_with_parent() -> None:
+    """In the child, before exec: SIGKILL it if the harness dies (Linux prctl).
+
+    A harness killed with SIGKILL cannot end its step; without this the agent would keep
+    editing the worktree while the next run resumes. Grandchildren are ended on resume
+    from the group id the harness recorded (controller.ChildRecord).
+    """
+    if _PRCTL is not None:
+        _PRCTL(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def _load_prctl() -> Callable[[int, int], int] | None:
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+    except OSError:
+        return None
+    prctl: Callable[[int, int], int] = libc.prctl
+    return prctl
+
+
+_PR_SET_PDEATHSIG = 1
+_PRCTL = _load_prctl()
+
+
 def _start(
     argv: Sequence[str], cwd: Path, env: Mapping[str, str], stdin: bytes
 ) -> subprocess.Popen[bytes]:
@@ -254,6 +286,7 @@ def _start(
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             start_new_session=True,
+            preexec_fn=_die_with_parent,
             close_fds=True,
         )
 
@@ -273,3 +306,24 @@ def _not_started(argv: Sequence[str], cwd: Path, exc: OSError, duration_s: float
         timed_out=False,
         stdout_truncated=False,
     )
+
+
+def end_marked_group(pgid: int, marker: str) -> int:
+    """SIGKILL every process of group `pgid` whose environment holds `marker` (Linux /proc).
+
+    The group id was recorded by an earlier harness process that died; the marker check
+    keeps a reused id from ever hitting an unrelated process. Returns how many were ended.
+    """
+    wanted = marker.encode() + b"\0"
+    ended = 0
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            stat = (proc / "stat").read_bytes()
+            pgrp = int(stat.rsplit(b")", 1)[1].split()[2])
+            if pgrp != pgid or wanted not in (proc / "environ").read_bytes() + b"\0":
+                continue
+            os.kill(int(proc.name), signal.SIGKILL)
+            ended += 1
+        except (OSError, ValueError, IndexError):
+            continue
+    return ended

@@ -132,3 +132,45 @@ def test_g6_record_replays_byte_identical_and_tampering_is_found(managed):
     segment.write_bytes(data.replace(b'"turns":2', b'"turns":1', 1))
     assert "000001.jsonl: line 3" in repo.harness("verify", check=3).stdout
     assert hashlib.sha256(data).hexdigest() != hashlib.sha256(segment.read_bytes()).hexdigest()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def test_g1_sigterm_during_build_ends_the_agent_and_pauses(managed):
+    repo = managed()
+    hang = repo.counters / "hang-build"
+    hang.write_text("")
+    proc = repo.spawn("run")
+    _wait_for(lambda: any(repo.counters.glob("hanging-*")))
+    agent_pid = int(next(repo.counters.glob("hanging-*")).name.split("-")[1])
+    started = time.monotonic()
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=30)
+    assert time.monotonic() - started < 10
+    assert proc.returncode == 128 + signal.SIGTERM, err
+    assert "paused" in err
+    _wait_for(lambda: not _alive(agent_pid), seconds=5)
+    assert repo.status()["status"] == "paused"
+    hang.unlink()
+    out = repo.harness("run", check=0).stdout
+    assert "build[1] was cut off" in out
+    assert repo.status()["status"] == "completed"
+    assert "interrupted by SIGTERM" in repo.harness("replay", "g1", check=0).stdout
+
+
+def test_g1_kill_9_leaves_no_agent_behind(managed):
+    repo = managed()
+    hang = repo.counters / "hang-build"
+    hang.write_text("")
+    proc = repo.spawn("run")
+    _wait_for(lambda: any(repo.counters.glob("hanging-*")))
+    agent_pid = int(next(repo.counters.glob("hanging-*")).name.split("-")[1])
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    _wait_for(lambda: not _alive(agent_pid), seconds=5)

@@ -10,7 +10,7 @@ from typing import TextIO
 from harness.approval import SignedRecord, Verdict, verify_record
 from harness.cell import TERMINAL, WAITING
 from harness.control import Control, open_control
-from harness.controller import Clock, GoalRunner, RunContext, SystemClock
+from harness.controller import Clock, GoalRunner, RunContext, SystemClock, interruptible
 from harness.decisions import find_decision
 from harness.errors import Busy, HarnessError, InvalidInput, TrustFailure
 from harness.gitrepo import Repo
@@ -45,7 +45,8 @@ def run(
 
     ctx = RunContext(control, secret, clock or SystemClock(), print_line, env, max_steps)
     ids = goal_ids or control.goal_ids()
-    codes = [_run_one(repo, ctx, goal_id, err) for goal_id in ids]
+    with interruptible():
+        codes = [_run_one(repo, ctx, goal_id, err) for goal_id in ids]
     return _overall(codes)
 
 
