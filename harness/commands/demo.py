@@ -5,7 +5,9 @@ commands a human would type next."""
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -38,6 +40,7 @@ if __name__ == "__main__":
 AGENT = '''"""A scripted stand-in for a coding agent: wrong on the first try, right on the second."""
 import json
 import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -67,13 +70,13 @@ owner: {DEMO_OWNER}
 objective: |
   Make tests/test_calc.py pass: add(a, b) must return the sum of a and b.
 build:
-  run: [{python!r}, agent.py]
+  run: [{json.dumps(python)}, agent.py]
   timeout: 60s
 judge:
-  run: [{python!r}, -m, unittest, discover, -s, tests]
+  run: [{json.dumps(python)}, -m, unittest, discover, -s, tests]
   timeout: 60s
 ship:
-  run: [{python!r}, ship.py]
+  run: [{json.dumps(python)}, ship.py]
 budget:
   max_iterations: 3
 halt:
@@ -82,6 +85,11 @@ halt:
 expect:
   files: [calc.py]
 """
+
+
+def _python() -> str:
+    """`python3` when it is on PATH (a portable goal file), else this interpreter."""
+    return "python3" if shutil.which("python3") else sys.executable
 
 
 def make_owner_key(folder: Path) -> tuple[Path, str]:
@@ -126,7 +134,7 @@ def build_repo(base: Path) -> tuple[Path, Path]:
         "tests/test_calc.py": TEST,
         "agent.py": AGENT,
         "ship.py": SHIP,
-        f"goals/{GOAL_ID}.yaml": goal_yaml(sys.executable),
+        f"goals/{GOAL_ID}.yaml": goal_yaml(_python()),
     }
     for name, text in files.items():
         (repo / name).parent.mkdir(parents=True, exist_ok=True)
