@@ -121,6 +121,15 @@ def test_g5_only_an_owner_approved_goal_runs(managed):
     assert repo.count("build") == []
 
 
+def test_g5_withdrawn_approval_stops_a_started_goal(managed):
+    repo = managed(mode="never")
+    repo.harness("run", "--max-steps", "1", check=0)
+    git(repo.root, "rm", "-q", "goals/g1.approval")
+    git(repo.root, "commit", "-qm", "withdraw the approval")
+    assert "not approved" in repo.harness("run", check=3).stderr
+    assert repo.count("build") == ["1"] and repo.count("judge") == []
+
+
 def test_g6_record_replays_byte_identical_and_tampering_is_found(managed):
     repo = managed()
     live = repo.harness("run", check=0).stdout
