@@ -59,6 +59,8 @@ class InFlight:
     iteration: int
     call_id: str
     base: str
+    runner: str = ""  # which clone runs it: "<host>:<git common dir>"
+    lease_until: str = ""  # after this time another clone may take the step over
 
 
 @dataclass(frozen=True)
@@ -180,7 +182,15 @@ def _on_step_started(cell: Cell, event: Event) -> Cell:
     used = replace(cell.used, passes=cell.used.passes + 1)
     if step in AGENT_STEPS:
         used = replace(used, iterations=max(used.iterations, event.iteration))
-    flight = InFlight(step, event.iteration, event.data["call_id"], event.data["base"])
+    data = event.data
+    flight = InFlight(
+        step,
+        event.iteration,
+        data["call_id"],
+        data["base"],
+        data.get("runner", ""),
+        data.get("lease_until", ""),
+    )
     cell = replace(cell, status="running", used=used, in_flight=flight)
     if step in AGENT_STEPS:
         # Destructive findings and their approvals belong to one build's changes.

@@ -15,7 +15,7 @@ import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -33,13 +33,14 @@ from harness.cell import (
 )
 from harness.control import Control
 from harness.decisions import extended_limits
-from harness.errors import Interrupted
+from harness.errors import Busy, Interrupted
 from harness.fsutil import atomic_write
 from harness.gitrepo import Worktree
 from harness.goal import Goal
 from harness.hydrate import GoalPaths, Loaded
 from harness.judge import first_failing_test
 from harness.ledger import MAX_DATA_BYTES, Position
+from harness.remote import LEASE_GRACE_S, Remote
 from harness.render import text_line
 from harness.secret import Secret
 from harness.steps import StepResult, child_env, end_marked_group, run_step
@@ -120,6 +121,14 @@ class RunContext:
     print_line: Callable[[str], None]
     base_env: Mapping[str, str]
     max_steps: int | None = None
+    remote: Remote | None = None
+    runner: str = ""
+
+
+def later(ts: str, seconds: int) -> str:
+    """The ISO time `seconds` after `ts` (both in the clock's format)."""
+    moment = datetime.fromisoformat(ts.replace("Z", "+00:00")) + timedelta(seconds=seconds)
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def call_id(goal_id: str, iteration: int, step: str) -> str:
@@ -199,6 +208,7 @@ class Recorder:
         self.wt, self.paths = worktree, paths
         self.ledger, self.report = loaded.ledger, loaded.report
         self.cell = loaded.cell
+        self.publish: Callable[[], None] | None = None
 
     def emit(self, type: str, step: str | None, iteration: int, data: Mapping[str, Any]) -> None:
         record = self.ledger.append(type, step, iteration, data, self.clock.now())
@@ -215,6 +225,8 @@ class Recorder:
         failpoints.hit("before_commit")
         commit = self.wt.commit(f"harness({self.goal_id}): {message}")
         failpoints.hit("after_commit")
+        if self.publish is not None:
+            self.publish()
         return commit
 
     def gate(self, status: str, reason: str, detail: str) -> None:
@@ -248,6 +260,10 @@ class GoalRunner(Recorder):
         super().__init__(goal.id, key, worktree, paths, loaded, ctx.clock, ctx.print_line)
         self.ctx, self.goal, self.verdict = ctx, goal, verdict
         self.steps_run = 0
+        remote = ctx.remote
+        if remote is not None:
+            branch = worktree.branch()
+            self.publish = lambda: remote.publish(branch, worktree)
 
     # ---- starting -----------------------------------------------------------------------
 
@@ -344,6 +360,13 @@ class GoalRunner(Recorder):
     def resume_cut_off(self) -> None:
         flight = self.cell.in_flight
         assert flight is not None
+        foreign = flight.runner not in ("", self.ctx.runner)
+        if foreign and self.ctx.clock.now() < flight.lease_until:
+            # Another clone started this step and its lease has not run out: not a crash.
+            raise Busy(
+                f"goal {self.goal.id}: {flight.step}[{flight.iteration}] is being run by "
+                f"{flight.runner} (lease until {flight.lease_until})"
+            )
         ChildRecord(self.ctx.control.repo.harness_dir() / "locks", self.goal.id).end_leftover()
         if flight.step == "ship":
             self.gate(
@@ -363,6 +386,10 @@ class GoalRunner(Recorder):
         )
         if self.tampered(flight.base, changed, exclude_own=True):
             return
+        if self.cell.used.passes >= self.cell.limit.passes:
+            # A step that dies every time must still reach the ceiling, never loop.
+            self.gate("needs_attention", "max_passes", self.spend_text(["passes"]))
+            return
         self.run(flight.step, flight.iteration)
 
     def changed_since(self, base: str) -> list[str]:
@@ -373,7 +400,14 @@ class GoalRunner(Recorder):
     def run(self, step: str, iteration: int) -> None:
         self.steps_run += 1
         cid = call_id(self.goal.id, iteration, step)
-        self.emit("step.started", step, iteration, {"call_id": cid, "base": self.wt.head()})
+        lease = getattr(self.goal, step).timeout_s + LEASE_GRACE_S
+        data = {
+            "call_id": cid,
+            "base": self.wt.head(),
+            "runner": self.ctx.runner,
+            "lease_until": later(self.ctx.clock.now(), lease),
+        }
+        self.emit("step.started", step, iteration, data)
         started = self.checkpoint(f"{step} {iteration} started")
         before = self.wt.work_tree_id() if step in READ_ONLY_STEPS else None
         failpoints.hit(f"in_{step}")

@@ -31,6 +31,10 @@ _HEAD = b'{"e":'
 _MAC_OPEN = b',"mac":"'
 _TAIL = b'"}\n'
 _TRAILER = len(_MAC_OPEN) + 64 + len(_TAIL)
+_MAC_START, _MAC_END = -_TRAILER + len(_MAC_OPEN), -len(_TAIL)
+# Segments are read in large blocks: fewer system calls per line, still a bounded amount.
+_READ_BUFFER = 1024 * 1024
+_raw_decode = json.JSONDecoder().raw_decode
 
 
 @dataclass(frozen=True)
@@ -95,6 +99,36 @@ def segment_name(index: int) -> str:
     return f"{index:06d}.jsonl"
 
 
+def _load_canonical(body: bytes) -> Any:
+    """`json.loads(body)` for a body as the ledger writes it (UTF-8, one value, no
+    whitespace around it), without the encoding detection and the two whitespace matches
+    json.loads adds around the same decoder; None when the bytes need json.loads itself.
+    """
+    try:
+        text = body.decode("utf-8")
+        value, end = _raw_decode(text)
+    except ValueError:
+        return None
+    return value if end == len(text) else None
+
+
+def _hmac_states(key: bytes, prefix: bytes) -> tuple[Any, Any]:
+    """HMAC-SHA256 under `key` (RFC 2104) as two SHA-256 states: the inner one after
+    `prefix`, and the outer one. Per line, two copies of SHA-256 states cost less than a
+    copy of an `hmac.HMAC`, whose copy, update and hexdigest are Python-level methods.
+    Checked against `hmac` once per ledger, so a slip fails loudly instead of weakening
+    the MAC."""
+    block = (hashlib.sha256(key).digest() if len(key) > 64 else key).ljust(64, b"\0")
+    inner = hashlib.sha256(bytes(b ^ 0x36 for b in block) + prefix)
+    outer = hashlib.sha256(bytes(b ^ 0x5C for b in block))
+    probe_inner, probe_outer = inner.copy(), outer.copy()
+    probe_inner.update(b"probe")
+    probe_outer.update(probe_inner.digest())
+    if probe_outer.digest() != hmac.digest(key, prefix + b"probe", "sha256"):
+        raise RuntimeError("the HMAC states do not match hmac's")
+    return inner, outer
+
+
 def _mac(base: Any, body: bytes) -> str:
     mac = base.copy()
     mac.update(body)
@@ -111,6 +145,7 @@ class Ledger:
         self.goal_id = goal_id
         self.segment_bytes = segment_bytes
         self._mac_base = hmac.new(key, _MAC_TAG, hashlib.sha256)
+        self._inner, self._outer = _hmac_states(key, _MAC_TAG)
         self.head = START
         self.torn: TornTail | None = None
         self._segment_index = 1
@@ -134,12 +169,12 @@ class Ledger:
 
     def records(self) -> Iterator[Record]:
         """Stream and verify every event from the first; sets `head` and `torn` at the end."""
-        prev = START
+        seq, digest = START.seq, START.hash
         paths = self.segments()
         for number, path in enumerate(paths, start=1):
             last_segment = number == len(paths)
             size = whole = 0
-            with path.open("rb") as handle:
+            with path.open("rb", buffering=_READ_BUFFER) as handle:
                 for line_no, line in enumerate(handle, start=1):
                     if not line.endswith(b"\n"):
                         if last_segment:
@@ -149,15 +184,73 @@ class Ledger:
                             path, line_no, "line has no newline before the next segment"
                         )
                     size += len(line)
-                    record = self._verify(line, path, line_no, prev, size)
-                    prev = Position(record.event.seq, record.hash)
+                    record = self._accept(line, path.name, line_no, seq, digest, size)
+                    if record is None:
+                        record = self._verify(line, path, line_no, Position(seq, digest), size)
+                    seq, digest = record.event.seq, record.hash
                     whole = line_no
                     yield record
             if size == 0 and self.torn is None:
                 raise LedgerBroken(path, 1, "empty segment")
             self._segment_index, self._segment_size, self._segment_lines = number, size, whole
-        self.head = prev
+        self.head = Position(seq, digest)
         self._scanned = True
+
+    def _accept(
+        self, line: bytes, name: str, line_no: int, seq: int, digest: str, end: int
+    ) -> Record | None:
+        """The record for a line that passes every check after event `seq` (line hash
+        `digest`), else None.
+
+        The fast path of `_verify`: the same checks on the same bytes, with a cheaper JSON
+        parse and cheaper record construction. A line it does not accept goes to
+        `_verify`, which accepts it or names the first problem as it always has.
+        """
+        if not (
+            line.startswith(_HEAD)
+            and line[-_TRAILER:].startswith(_MAC_OPEN)
+            and line.endswith(_TAIL)
+        ):
+            return None
+        body = line[len(_HEAD) : -_TRAILER]
+        inner = self._inner.copy()
+        inner.update(body)
+        outer = self._outer.copy()
+        outer.update(inner.digest())
+        if not hmac.compare_digest(outer.hexdigest().encode(), line[_MAC_START:_MAC_END]):
+            return None
+        raw = _load_canonical(body)
+        if not (
+            isinstance(raw, dict)
+            and raw.keys() == EVENT_KEYS
+            and raw["v"] == FORMAT_VERSION
+            and raw["goal"] == self.goal_id
+            and raw["seq"] == seq + 1
+            and raw["prev"] == digest
+        ):
+            return None
+        # The same objects the dataclass constructors make, in half the time: their
+        # frozen __init__ sets each field through object.__setattr__ (about 1 µs an event).
+        event = object.__new__(Event)
+        event.__dict__.update(
+            seq=raw["seq"],
+            ts=raw["ts"],
+            type=raw["type"],
+            goal=raw["goal"],
+            step=raw["step"],
+            iteration=raw["iter"],
+            data=raw["data"],
+            prev=raw["prev"],
+        )
+        record = object.__new__(Record)
+        record.__dict__.update(
+            event=event,
+            hash=hashlib.sha256(line).hexdigest(),
+            segment=name,
+            line=line_no,
+            end=end,
+        )
+        return record
 
     def _verify(self, line: bytes, path: Path, line_no: int, prev: Position, end: int) -> Record:
         if not (

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
-from harness.cell import Cell, Spend, apply
+from harness.cell import TERMINAL, WAITING, Cell, Spend, apply
 from harness.ledger import Event, Position, Record
 
 HEAD_ITERATIONS = 50
@@ -97,7 +97,9 @@ def _duration(seconds: float) -> str:
         return f"{seconds:.1f} s"
     if seconds < 3600:
         return f"{int(seconds // 60)}m {int(seconds % 60):02d}s"
-    return f"{int(seconds // 3600)}h {int(seconds % 3600 // 60):02d}m"
+    if seconds < 48 * 3600:
+        return f"{int(seconds // 3600)}h {int(seconds % 3600 // 60):02d}m"
+    return f"{int(seconds // 86400):,}d {int(seconds % 86400 // 3600):02d}h"
 
 
 def _count(value: float) -> str:
@@ -114,7 +116,21 @@ _FORMATS: dict[str, Callable[[float], str]] = {
 
 
 # Axis ticks want round money, not the table's four decimals for small amounts.
-_TICKS: dict[str, Callable[[float], str]] = {"cost_usd": lambda v: f"${v:,.2f}"}
+def _compact(value: float, decimals: int = 0) -> str:
+    """A tick label short enough for the axis margin, however large the limit."""
+    if value >= 1e6:
+        return f"{value / 1e6:,.1f}M"
+    if value >= 1e4:
+        return f"{value / 1e3:,.0f}k"
+    return f"{value:,.{decimals}f}"
+
+
+_TICKS: dict[str, Callable[[float], str]] = {
+    "cost_usd": lambda v: "$" + _compact(v, 2),
+    "seconds": lambda v: _duration(v).replace(" 00h", "").replace(" 00m", ""),
+    "iterations": _compact,
+    "turns": _compact,
+}
 
 
 def _clock(ts: str) -> str:
@@ -427,8 +443,9 @@ class Collector:
         data = event.data
         status, reason = _text(data.get("status")), _text(data.get("reason"))
         detail = _cut(_text(data.get("detail")))
-        if data.get("commit"):
-            detail += f"\nat commit {_cut(_text(data['commit']), 80)}"
+        commit = _cut(_text(data.get("commit")), 80)
+        if commit and commit not in detail:  # the ship gate's detail already names it
+            detail += f"\nat commit {commit}"
         gate = Gate(event.seq, event.ts, event.iteration, status, _cut(reason, 200), detail)
         self.resolve(f"replaced by gate #{event.seq}")
         self.gates.add(gate)
@@ -598,6 +615,15 @@ def _budget(page: Collector) -> str:
     )
 
 
+_BUDGET_NAMES = {
+    "iterations": "iterations",
+    "seconds": "agent time",
+    "cost_usd": "cost",
+    "turns": "turns",
+    "passes": "passes (steps run)",
+}
+
+
 def _budget_row(key: str, used: Spend, limit: Spend) -> str:
     spent, cap = _num(getattr(used, key)), _num(getattr(limit, key))
     share = spent / cap if cap > 0 else 0.0
@@ -605,7 +631,7 @@ def _budget_row(key: str, used: Spend, limit: Spend) -> str:
     width = f"{min(share, 1.0) * 100:.1f}%"
     fmt = _FORMATS[key]
     return (
-        f'<tr class="budget-{key}"><th scope="row">{key.replace("_", " ")}</th>'
+        f'<tr class="budget-{key}"><th scope="row">{_BUDGET_NAMES[key]}</th>'
         f"<td>{esc(fmt(spent))}</td><td>{esc(fmt(cap))}</td>"
         f'<td><span class="bar"><span class="fill tone-{tone}" style="width:{width}"></span></span>'
         f" {share * 100:.0f}%</td></tr>\n"
@@ -620,7 +646,7 @@ _PANELS = (
     ("turns", "Turns"),
 )
 PANEL_W, PANEL_H, LEGEND_H = 480, 230, 36
-PAD_L, PAD_R, PAD_T, PAD_B = 76, 56, 40, 44
+PAD_L, PAD_R, PAD_T, PAD_B = 80, 56, 40, 44
 
 
 @dataclass(frozen=True)
@@ -862,8 +888,11 @@ def _result(row: StepRow, cell: Cell) -> str:
         return _badge(row.outcome.label, row.outcome.tone)
     if row.cutoff is not None:
         return _badge("cut off", "warn")
-    flying = cell.in_flight is not None and cell.in_flight.call_id == row.call_id
-    return _badge("in flight", "info") if flying else _badge("no result", "warn")
+    current = cell.in_flight is not None and cell.in_flight.call_id == row.call_id
+    if current and cell.status not in WAITING | TERMINAL:
+        return _badge("in flight", "info")
+    # Started, never finished, and the goal has stopped: e.g. a cut-off ship step.
+    return _badge("outcome unknown" if row.step == "ship" else "no result", "warn")
 
 
 def _measures(done: Outcome | None) -> str:
@@ -901,8 +930,8 @@ def _detail(row: StepRow) -> str:
 def _mark_row(row: MarkRow) -> str:
     return (
         f'<tr class="event event-{row.kind}">{_seq_cells(row.seq, None, row.ts)}'
-        f"<td>{esc(row.kind)}</td><td>{_badge(row.label, row.tone)}</td>"
-        f'<td colspan="5"><span class="text">{esc(row.detail)}</span></td></tr>\n'
+        f'<td>{esc(row.kind)}</td><td colspan="{COLUMNS - 3}">{_badge(row.label, row.tone)} '
+        f'<span class="text">{esc(row.detail)}</span></td></tr>\n'
     )
 
 
@@ -1024,8 +1053,9 @@ white-space:nowrap;border:1px solid transparent}
 .tone-warn{background:var(--warn-bg);color:var(--warn);border-color:#f5e0a0}
 .tone-info{background:var(--info-bg);color:var(--info);border-color:#b6e3ff}
 .tone-neutral{background:var(--soft);color:var(--muted);border-color:var(--line)}
-.tag{font-size:11px;color:var(--warn);border:1px solid #f5e0a0;border-radius:4px;padding:0 4px}
+.tag{white-space:nowrap;font-size:11px;color:var(--warn);border:1px solid #f5e0a0;border-radius:4px;padding:0 4px}
 .timeline td:nth-child(2),.entries td:nth-child(2){color:var(--muted);white-space:nowrap}
+.timeline thead th:last-child{width:38%}
 .iteration-title th{background:#eef1f4;font-size:13px;border-top:2px solid var(--line)}
 .step-cutoff td{background:#fffdf0}
 .event td{background:#fbfbfc}

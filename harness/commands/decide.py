@@ -30,6 +30,7 @@ from harness.errors import InvalidInput, TrustFailure
 from harness.gitrepo import Repo
 from harness.goal import check_goal_id
 from harness.lock import GoalLock
+from harness.remote import runner_id
 from harness.secret import Secret, load_secret
 from harness.workspace import branch_name
 
@@ -102,7 +103,7 @@ def _act_now(
         out.write(line)
         out.flush()
 
-    ctx = RunContext(control, secret, SystemClock(), print_line, env)
+    ctx = RunContext(control, secret, SystemClock(), print_line, env, runner=runner_id(repo))
     with GoalLock(repo.harness_dir() / "locks", goal_id):
         advance_goal(repo, ctx, goal_id, extra=(record,))
     return 0

@@ -356,39 +356,57 @@ def parse_worktrees(porcelain: str) -> list[dict[str, str]]:
 
 
 def _worktrees(repo: Repo, prefix: str) -> Finding:
-    folder = repo.root / ".harness" / "worktrees"
-    porcelain = run_git(["worktree", "list", "--porcelain"], repo.root).stdout.decode(
-        "utf-8", "replace"
-    )
-    ours = [e for e in parse_worktrees(porcelain) if Path(e["worktree"]).parent == folder]
-    problems = [p for e in ours if (p := _worktree_problem(e, prefix))]
-    registered = {Path(e["worktree"]).name for e in ours}
-    strays = (
-        sorted(p for p in folder.iterdir() if p.is_dir() and p.name not in registered)
-        if folder.is_dir()
-        else []
-    )
-    wrong = [p for p in problems if "is on" in p]
+    ours = _goal_worktrees(repo)
+    wrong = [p for entry in ours if (p := _off_branch(entry, prefix))]
     if wrong:
         fix = "check the goal branch out there again, or `git worktree remove <path>` (the branch keeps the record)"
-        return _fail("worktrees", "; ".join(problems), fix, trust=True)
-    if problems or strays:
-        found = problems + [f"{p} is not a git worktree" for p in strays]
+        return _fail("worktrees", "; ".join(wrong), fix, trust=True)
+    stale = [p for entry in ours if (p := _stale(entry))] + _strays(repo, ours)
+    if stale:
         fix = "`git worktree prune`; move a stray folder away (it may hold work): harness run recreates worktrees"
-        return Finding("worktrees", WARN, "; ".join(found), fix)
+        return Finding("worktrees", WARN, "; ".join(stale), fix)
     return Finding("worktrees", OK, f"{len(ours)} goal worktree(s), each on its goal branch")
 
 
-def _worktree_problem(entry: Mapping[str, str], prefix: str) -> str | None:
+def _worktrees_folder(repo: Repo) -> Path:
+    return repo.root / ".harness" / "worktrees"
+
+
+def _goal_worktrees(repo: Repo) -> list[dict[str, str]]:
+    """The registered worktrees that live in .harness/worktrees/."""
+    folder = _worktrees_folder(repo)
+    listing = run_git(["worktree", "list", "--porcelain"], repo.root).stdout
+    entries = parse_worktrees(listing.decode("utf-8", "replace"))
+    return [e for e in entries if Path(e["worktree"]).parent == folder]
+
+
+def _stale(entry: Mapping[str, str]) -> str | None:
+    if "prunable" not in entry:
+        return None
+    return f"{entry['worktree']} is a stale entry ({entry['prunable'] or 'its folder is gone'})"
+
+
+def _off_branch(entry: Mapping[str, str], prefix: str) -> str | None:
+    """`harness run` refuses a goal whose worktree is not on the goal's branch (exit 3)."""
     path = entry["worktree"]
-    if "prunable" in entry:
-        return f"{path} is a stale entry ({entry['prunable'] or 'its folder is gone'})"
-    expected = f"refs/heads/{prefix}{Path(path).name}"
-    actual = entry.get("branch")
-    if actual != expected:
-        shown = actual.removeprefix("refs/heads/") if actual else "a detached HEAD"
-        return f"{path} is on {shown}, not {expected.removeprefix('refs/heads/')}; harness run refuses it"
-    return None
+    expected = f"{prefix}{Path(path).name}"
+    actual = entry.get("branch", "").removeprefix("refs/heads/")
+    if "prunable" in entry or actual == expected:
+        return None
+    return f"{path} is on {actual or 'a detached HEAD'}, not {expected}; harness run refuses it"
+
+
+def _strays(repo: Repo, ours: list[dict[str, str]]) -> list[str]:
+    """Folders in .harness/worktrees/ that git does not know: `harness run` cannot reuse them."""
+    folder = _worktrees_folder(repo)
+    if not folder.is_dir():
+        return []
+    registered = {Path(e["worktree"]).name for e in ours}
+    return [
+        f"{p} is not a git worktree"
+        for p in sorted(folder.iterdir())
+        if p.is_dir() and p.name not in registered
+    ]
 
 
 def lock_holder(path: Path) -> str | None:

@@ -17,8 +17,9 @@ from harness.gitrepo import Repo
 from harness.goal import Goal
 from harness.hydrate import GoalPaths, committed_view, load
 from harness.lock import GoalLock
+from harness.remote import Remote, runner_id
 from harness.secret import load_secret
-from harness.workspace import ensure_worktree, open_worktree
+from harness.workspace import branch_name, ensure_worktree, open_worktree
 
 
 def run(
@@ -33,17 +34,20 @@ def run(
 ) -> int:
     if max_steps is not None and max_steps < 1:
         raise InvalidInput(f"--max-steps: {max_steps} (expected a whole number ≥ 1)")
-    if push is not None:
-        raise InvalidInput("--push: running against a remote is not available in this version yet")
     repo = Repo.discover(cwd)
     secret = load_secret(env, repo.root)
     control = open_control(repo)
+    remote = Remote.check(repo, push) if push is not None else None
+    if remote is not None:
+        remote.fetch(control.config.branch_prefix)
 
     def print_line(line: str) -> None:
         out.write(line)
         out.flush()
 
-    ctx = RunContext(control, secret, clock or SystemClock(), print_line, env, max_steps)
+    ctx = RunContext(
+        control, secret, clock or SystemClock(), print_line, env, max_steps, remote, runner_id(repo)
+    )
     ids = goal_ids or control.goal_ids()
     with interruptible():
         codes = [_run_one(repo, ctx, goal_id, err) for goal_id in ids]
@@ -87,6 +91,8 @@ def advance_goal(
     control = ctx.control
     goal = control.goal(goal_id, control.principals())
     verdict = _verdict(control, goal)
+    if ctx.remote is not None:
+        ctx.remote.sync(branch_name(control, goal_id), repo.worktree_path(goal_id))
     wt = open_worktree(repo, control, goal_id)
     if wt is None:
         if verdict is None:
