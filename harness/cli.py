@@ -161,14 +161,17 @@ def approve(goal_id: str, key: Path) -> None:
 @click.argument("goal_ids", nargs=-1)
 @click.option("--max-steps", type=int, help="Stop after this many steps in this invocation.")
 @click.option("--push", metavar="REMOTE", help="Coordinate with other runners through this remote.")
-def run(goal_ids: tuple[str, ...], max_steps: int | None, push: str | None) -> None:
+@click.option(
+    "--jobs", type=int, default=1, show_default=True, help="Advance up to this many goals at once."
+)
+def run(goal_ids: tuple[str, ...], max_steps: int | None, push: str | None, jobs: int) -> None:
     """Advance every approved, runnable goal until it stops.
 
     Example: harness run --max-steps 20
     """
     from harness.commands.run import run as run_run
 
-    _done(run_run(_cwd(), list(goal_ids), max_steps, push, os.environ))
+    _done(run_run(_cwd(), list(goal_ids), max_steps, push, os.environ, jobs=jobs))
 
 
 @cli.command()

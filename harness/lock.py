@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import time
 from pathlib import Path
 from types import TracebackType
 
@@ -31,6 +32,27 @@ class GoalLock:
         os.ftruncate(fd, 0)
         os.write(fd, f"{os.getpid()}\n".encode())
         self._fd = fd
+
+    def acquire_waiting(self, seconds: float) -> None:
+        """Acquire, retrying until `seconds` have passed (then Busy)."""
+        deadline = time.monotonic() + seconds
+        while True:
+            try:
+                self.acquire()
+                return
+            except Busy:
+                if time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.05)
+
+    def holder(self) -> int | None:
+        """The pid written by the current holder, if it is a live harness process."""
+        try:
+            pid = int(self.path.read_text().split()[0])
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except (OSError, ValueError, IndexError):
+            return None
+        return pid if b"harness" in cmdline else None
 
     def release(self) -> None:
         if self._fd is not None:

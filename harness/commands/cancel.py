@@ -2,19 +2,41 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import os
+import signal
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TextIO
 
 from harness.cell import TERMINAL
 from harness.control import open_control
 from harness.controller import Recorder, SystemClock
-from harness.errors import InvalidInput
+from harness.errors import Busy, InvalidInput
 from harness.gitrepo import Repo
 from harness.hydrate import GoalPaths, committed_view, load
 from harness.lock import GoalLock
 from harness.secret import load_secret
 from harness.workspace import open_worktree
+
+STOP_WAIT_S = 60.0
+
+
+@contextmanager
+def _taken_over(lock: GoalLock) -> Iterator[None]:
+    """The goal's lock; a run holding it is stopped first (SIGTERM ends its step cleanly)."""
+    try:
+        lock.acquire()
+    except Busy:
+        holder = lock.holder()
+        if holder is None:
+            raise
+        os.kill(holder, signal.SIGTERM)
+        lock.acquire_waiting(STOP_WAIT_S)
+    try:
+        yield
+    finally:
+        lock.release()
 
 
 def cancel(cwd: Path, goal_id: str, env: Mapping[str, str], out: TextIO) -> int:
@@ -26,7 +48,7 @@ def cancel(cwd: Path, goal_id: str, env: Mapping[str, str], out: TextIO) -> int:
         raise InvalidInput(
             f"goal {goal_id}: has not started (nothing to cancel; remove its goal file instead)"
         )
-    with GoalLock(repo.harness_dir() / "locks", goal_id):
+    with _taken_over(GoalLock(repo.harness_dir() / "locks", goal_id)):
         paths = GoalPaths(wt.path, goal_id)
         loaded = load(paths, secret.goal_key(goal_id), committed_view(paths), repair=True)
         if loaded.cell.status in TERMINAL:

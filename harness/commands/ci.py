@@ -92,7 +92,7 @@ def ci_systemd(
         for name, text in units.items():
             out.write(f"# --- {name}\n{text}\n")
     else:
-        _write_units(directory, units, force, out)
+        _write_units(directory.expanduser(), units, force, out)
     out.write(
         f"next: systemctl --user daemon-reload && systemctl --user enable --now {TIMER_NAME}\n"
     )

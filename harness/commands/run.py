@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TextIO
+from typing import IO, TextIO
 
 from harness.approval import SignedRecord, Verdict, verify_record
 from harness.cell import TERMINAL, WAITING
@@ -31,9 +31,12 @@ def run(
     out: TextIO = sys.stdout,
     err: TextIO = sys.stderr,
     clock: Clock | None = None,
+    jobs: int = 1,
 ) -> int:
     if max_steps is not None and max_steps < 1:
         raise InvalidInput(f"--max-steps: {max_steps} (expected a whole number ≥ 1)")
+    if jobs < 1:
+        raise InvalidInput(f"--jobs: {jobs} (expected a whole number ≥ 1)")
     repo = Repo.discover(cwd)
     secret = load_secret(env, repo.root)
     control = open_control(repo)
@@ -49,9 +52,57 @@ def run(
         control, secret, clock or SystemClock(), print_line, env, max_steps, remote, runner_id(repo)
     )
     ids = goal_ids or control.goal_ids()
+    if jobs > 1 and len(ids) > 1:
+        options = [
+            *(["--max-steps", str(max_steps)] if max_steps else []),
+            *(["--push", push] if push else []),
+        ]
+        return _overall(run_parallel(repo.root, ids, options, jobs, env, out, err))
     with interruptible():
         codes = [_run_one(repo, ctx, goal_id, err) for goal_id in ids]
     return _overall(codes)
+
+
+def run_parallel(
+    root: Path,
+    ids: list[str],
+    options: list[str],
+    jobs: int,
+    env: Mapping[str, str],
+    out: TextIO,
+    err: TextIO,
+) -> list[int]:
+    """Advance up to `jobs` goals at once, each in its own `harness run <id>` process.
+
+    Separate processes keep every goal's lock, signals and failure its own; their lines are
+    passed on whole, as they come.
+    """
+    import subprocess
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    guard = threading.Lock()
+
+    def forward(stream: IO[str], sink: TextIO) -> None:
+        for line in stream:
+            with guard:
+                sink.write(line)
+                sink.flush()
+
+    def one(goal_id: str) -> int:
+        argv = [sys.executable, "-m", "harness", "run", goal_id, *options]
+        proc = subprocess.Popen(
+            argv, cwd=root, env=dict(env), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        assert proc.stdout is not None and proc.stderr is not None
+        errors = threading.Thread(target=forward, args=(proc.stderr, err))
+        errors.start()
+        forward(proc.stdout, out)
+        errors.join()
+        return proc.wait()
+
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        return list(pool.map(one, ids))
 
 
 def _overall(codes: list[int]) -> int:

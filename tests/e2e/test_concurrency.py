@@ -1,0 +1,81 @@
+"""One machine, many processes: locks, --jobs, cancel of a running goal."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+
+import yaml
+
+from tests.managed import base_goal, git
+from tests.test_guarantees import _alive, _wait_for
+
+
+def test_four_concurrent_runs_run_each_step_once(managed):
+    repo = managed()
+    procs = [repo.spawn("run") for _ in range(4)]
+    codes = []
+    for proc in procs:
+        _, err = proc.communicate(timeout=120)
+        codes.append(proc.returncode)
+        assert proc.returncode in (0, 4), err
+    repo.harness("run", check=0)
+    assert repo.status()["status"] == "completed"
+    assert repo.count("build") == ["1", "2"] and repo.count("judge") == ["1", "2"]
+
+
+def test_busy_goal_is_reported_and_exit_4_when_all_are_busy(managed):
+    repo = managed()
+    hang = repo.counters / "hang-build"
+    hang.write_text("")
+    holder = repo.spawn("run")
+    _wait_for(lambda: any(repo.counters.glob("hanging-*")))
+    proc = repo.harness("run", check=4)
+    assert "g1: busy" in proc.stderr
+    holder.send_signal(signal.SIGTERM)
+    holder.communicate(timeout=30)
+
+
+def test_jobs_advances_goals_in_parallel(managed):
+    repo = managed()
+    for goal_id in ("g2", "g3"):
+        goal = base_goal(goal_id)
+        (repo.root / "goals" / f"{goal_id}.yaml").write_text(yaml.safe_dump(goal, sort_keys=False))
+        repo.harness("approve", goal_id, "--key", str(repo.key.private), check=0)
+    git(repo.root, "add", "-A")
+    git(repo.root, "commit", "-qm", "two more goals")
+    out = repo.harness("run", "--jobs", "3", check=0).stdout
+    for goal_id in ("g1", "g2", "g3"):
+        assert f" {goal_id} #" in out
+        replay = repo.harness("replay", goal_id, check=0).stdout
+        assert set(replay.splitlines()) <= set(out.splitlines())
+    rows = {
+        r["id"]: r["status"]
+        for r in __import__("json").loads(repo.harness("status", "--json", check=0).stdout)
+    }
+    assert rows == {"g1": "completed", "g2": "completed", "g3": "completed"}
+
+
+def test_cancel_stops_a_goal_another_process_is_running(managed):
+    repo = managed()
+    (repo.counters / "hang-build").write_text("")
+    runner = repo.spawn("run")
+    _wait_for(lambda: any(repo.counters.glob("hanging-*")))
+    agent_pid = int(next(repo.counters.glob("hanging-*")).name.split("-")[1])
+    started = time.monotonic()
+    repo.harness("cancel", "g1", check=0)
+    assert time.monotonic() - started < 30
+    runner.communicate(timeout=30)
+    _wait_for(lambda: not _alive(agent_pid), seconds=5)
+    assert repo.status()["status"] == "cancelled"
+    repo.harness("run", check=0)
+    assert repo.count("build") == ["1"] and repo.status()["status"] == "cancelled"
+
+
+def test_python_m_harness_and_version():
+    proc = subprocess.run(
+        [sys.executable, "-m", "harness", "--version"], capture_output=True, text=True
+    )
+    assert proc.returncode == 0 and proc.stdout.startswith("harness, version ")
