@@ -367,7 +367,6 @@ class GoalRunner(Recorder):
                 f"goal {self.goal.id}: {flight.step}[{flight.iteration}] is being run by "
                 f"{flight.runner} (lease until {flight.lease_until})"
             )
-        ChildRecord(self.ctx.control.repo.harness_dir() / "locks", self.goal.id).end_leftover()
         if flight.step == "ship":
             self.gate(
                 "parked_at_eyes",

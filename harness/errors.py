@@ -54,3 +54,9 @@ class Interrupted(BaseException):
         super().__init__(signal.Signals(signum).name)
         self.signum = signum
         self.name = signal.Signals(signum).name
+
+
+class StorageFailure(HarnessError):
+    """A write failed (disk full, I/O error): nothing half-written was kept (exit 1)."""
+
+    exit_code = 1

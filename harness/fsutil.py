@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import tempfile
 from pathlib import Path
 from typing import Any
+
+from harness.errors import StorageFailure
 
 
 def canonical_json(value: Any) -> bytes:
@@ -42,8 +45,20 @@ def fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
+def _storage_failure(path: Path, exc: OSError) -> StorageFailure:
+    reason = exc.strerror or str(exc)
+    return StorageFailure(f"{path}: cannot write: {reason}; the previous version is intact")
+
+
 def atomic_write(path: Path, data: bytes, mode: int = 0o644) -> None:
     """Write via a temp file in the same folder, fsync, replace, fsync the folder."""
+    try:
+        _atomic_write(path, data, mode)
+    except OSError as exc:
+        raise _storage_failure(path, exc) from None
+
+
+def _atomic_write(path: Path, data: bytes, mode: int) -> None:
     folder = path.parent
     folder.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
@@ -61,10 +76,18 @@ def atomic_write(path: Path, data: bytes, mode: int = 0o644) -> None:
 
 
 def append_line(path: Path, line: bytes) -> None:
-    """Append one complete line in a single write and fsync it."""
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    """Append one complete line in a single write and fsync it.
+
+    A failed or short write can leave a torn tail; the reader cuts it back (ledger.py), so
+    the previous events stay valid.
+    """
     try:
-        os.write(fd, line)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            if os.write(fd, line) != len(line):
+                raise OSError(errno.ENOSPC, "short write")
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        raise _storage_failure(path, exc) from None

@@ -148,6 +148,28 @@ class Repo:
             run_git(["worktree", "add", "-q", str(path), branch], self.root)
         return Worktree(path)
 
+    def repair_worktree(self, path: Path) -> None:
+        """Undo what a killed `git worktree add` left: a worktree marked as initializing.
+
+        Such a checkout is incomplete; committing it would record deletions. It holds no
+        work yet, so it is removed and made again.
+        """
+        admin = self._admin_dir(path)
+        if admin is None or not (admin / "locked").is_file():
+            return
+        if (admin / "locked").read_text().strip() != "initializing":
+            return
+        run_git(["worktree", "unlock", str(path)], self.root, check=False)
+        run_git(["worktree", "remove", "--force", str(path)], self.root, check=False)
+        run_git(["worktree", "prune"], self.root)
+
+    def _admin_dir(self, path: Path) -> Path | None:
+        link = path / ".git"
+        if not link.is_file():
+            return None
+        text = link.read_text().strip()
+        return Path(text.removeprefix("gitdir: ")) if text.startswith("gitdir: ") else None
+
     def harness_dir(self) -> Path:
         """Machine-local harness state (locks, logs): inside .git, never committed."""
         folder = self.common_dir / "harness"
@@ -207,6 +229,16 @@ class Worktree:
             self.path,
         )
         return self.head()
+
+    def clear_stale_index_lock(self) -> bool:
+        """Remove an index.lock left by a killed git process. The caller holds the goal's
+        lock and has ended the goal's leftover processes, so nothing else can own it."""
+        lock = Path(git_text(["rev-parse", "--git-path", "index.lock"], self.path))
+        lock = lock if lock.is_absolute() else self.path / lock
+        if lock.exists():
+            lock.unlink()
+            return True
+        return False
 
     def is_clean(self) -> bool:
         return not run_git(["status", "--porcelain"], self.path).stdout.strip()

@@ -10,7 +10,14 @@ from typing import IO, TextIO
 from harness.approval import SignedRecord, Verdict, verify_record
 from harness.cell import TERMINAL, WAITING
 from harness.control import Control, open_control
-from harness.controller import Clock, GoalRunner, RunContext, SystemClock, interruptible
+from harness.controller import (
+    ChildRecord,
+    Clock,
+    GoalRunner,
+    RunContext,
+    SystemClock,
+    interruptible,
+)
 from harness.decisions import find_decision
 from harness.errors import Busy, HarnessError, InvalidInput, TrustFailure
 from harness.gitrepo import Repo
@@ -142,6 +149,9 @@ def advance_goal(
     control = ctx.control
     goal = control.goal(goal_id, control.principals())
     verdict = _verdict(control, goal)
+    # A run that died here may have left its step's processes and git's index.lock behind.
+    ChildRecord(repo.harness_dir() / "locks", goal_id).end_leftover()
+    repo.repair_worktree(repo.worktree_path(goal_id))
     if ctx.remote is not None:
         ctx.remote.sync(branch_name(control, goal_id), repo.worktree_path(goal_id))
     wt = open_worktree(repo, control, goal_id)
@@ -149,6 +159,7 @@ def advance_goal(
         if verdict is None:
             control.run_approval(goal)  # raises the precise refusal; nothing is created
         wt = ensure_worktree(repo, control, goal_id)
+    wt.clear_stale_index_lock()
     paths = GoalPaths(wt.path, goal_id)
     loaded = load(paths, ctx.secret.goal_key(goal_id), committed_view(paths), repair=True)
     cell = loaded.cell
