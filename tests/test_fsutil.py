@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import io
 import os
 
 import pytest
@@ -46,7 +47,7 @@ def test_canonical_json_and_strict_loads():
             strict_json_loads(bad)
 
 
-def test_disk_full_during_a_run_keeps_the_record_valid(managed, monkeypatch, capsys):
+def test_disk_full_during_a_run_keeps_the_record_valid(managed, monkeypatch):
     repo = managed()
     real = fsutil._atomic_write
     calls = {"n": 0}
@@ -58,8 +59,9 @@ def test_disk_full_during_a_run_keeps_the_record_valid(managed, monkeypatch, cap
         real(path, data, mode)
 
     monkeypatch.setattr(fsutil, "_atomic_write", fail_on_third)
-    assert run(repo.root, [], None, None, repo.env) == 1
-    assert "state.json: cannot write: No space left on device" in capsys.readouterr().err
+    out, err = io.StringIO(), io.StringIO()
+    assert run(repo.root, [], None, None, repo.env, out=out, err=err) == 1
+    assert "state.json: cannot write: No space left on device" in err.getvalue()
     monkeypatch.setattr(fsutil, "_atomic_write", real)
     repo.harness("verify", check=0)
     repo.harness("run", check=0)
