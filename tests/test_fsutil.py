@@ -22,7 +22,7 @@ def test_atomic_write_replaces_whole_or_not_at_all(tmp_path, monkeypatch):
         raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(fsutil.os, "fsync", lambda fd: full(fd, b""))
-    with pytest.raises(StorageFailure, match="cell.json: cannot write: No space left on device"):
+    with pytest.raises(StorageFailure, match=r"cell\.json: cannot write: No space left on device"):
         atomic_write(path, b"new\n")
     assert path.read_bytes() == b"old\n"
     assert [p.name for p in tmp_path.iterdir()] == ["cell.json"]
