@@ -28,6 +28,7 @@ class Usage:
     turns: int | None
     summary: str | None  # at most MAX_SUMMARY_CHARS
     error: str | None  # why something is missing or the agent reported failure
+    session: str | None = None  # the agent's session id, when it reports one
 
 
 NOTHING = Usage(None, None, None, None)
@@ -71,6 +72,7 @@ def combine(report: Usage | None, parsed: Usage) -> Usage:
         turns=report.turns if report.turns is not None else parsed.turns,
         summary=report.summary if report.summary is not None else parsed.summary,
         error=_bounded("; ".join(errors)) if errors else None,
+        session=parsed.session,
     )
 
 
@@ -153,7 +155,12 @@ def _claude_usage(stdout: str) -> Usage:
         turns=_count(result.get("num_turns")),
         summary=_summary(result.get("result")),
         error=_claude_error(result),
+        session=_session(result.get("session_id")),
     )
+
+
+def _session(value: Any) -> str | None:
+    return value[:200] if isinstance(value, str) and value else None
 
 
 def _claude_error(result: dict[str, Any]) -> str | None:
@@ -166,14 +173,16 @@ def _claude_error(result: dict[str, Any]) -> str | None:
 
 
 def _codex_usage(stdout: str) -> Usage:
-    turns, summary, seen = 0, None, False
+    turns, summary, seen, session = 0, None, False, None
     errors: list[str] = []
     for event in _json_lines(stdout):
         if not isinstance(event, dict):
             continue
         seen = True
         kind = event.get("type")
-        if kind == "turn.completed":
+        if kind == "thread.started":
+            session = _session(event.get("thread_id"))
+        elif kind == "turn.completed":
             turns += 1
         elif kind in ("turn.failed", "error"):
             errors.append(_codex_error(event))
@@ -182,7 +191,7 @@ def _codex_usage(stdout: str) -> Usage:
     if not seen:
         return Usage(None, None, None, "codex-jsonl: no JSON events in the output")
     error = _bounded("; ".join(errors)) if errors else None
-    return Usage(None, turns, summary, error)
+    return Usage(None, turns, summary, error, session)
 
 
 def _codex_error(event: dict[str, Any]) -> str:

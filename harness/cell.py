@@ -90,12 +90,14 @@ class Cell:
     destructive: tuple[str, ...] = ()
     destructive_detail: str | None = None
     approved_classes: tuple[str, ...] = ()
+    sessions: tuple[tuple[str, float, int], ...] = ()  # agent session → last reported totals
     position: Position = START
 
     def to_dict(self) -> dict[str, Any]:
         raw = asdict(self)
         for name in _TUPLES[2:]:
             raw[name] = list(getattr(self, name))
+        raw["sessions"] = [list(entry) for entry in self.sessions]
         raw["position"] = {"seq": self.position.seq, "hash": self.position.hash}
         return raw
 
@@ -238,6 +240,7 @@ def _on_step_finished(cell: Cell, event: Event) -> Cell:
     if step == "build":
         found = tuple(data.get("destructive_classes", ()))
         detail = data.get("destructive_detail")
+        cell = _remember_session(cell, data)
         return replace(
             cell,
             step="judge",
@@ -269,6 +272,19 @@ def _on_step_finished(cell: Cell, event: Event) -> Cell:
     if step == "review":
         return _repair(cell, "(review findings)", data.get("stdout_tail"), data["tree"])
     return replace(cell, step=None)
+
+
+MAX_SESSIONS = 50
+
+
+def _remember_session(cell: Cell, data: Mapping[str, Any]) -> Cell:
+    """Keep the totals an agent session last reported, to turn the next into an increase."""
+    session = data.get("session")
+    if not session:
+        return cell
+    kept = [s for s in cell.sessions if s[0] != session]
+    entry = (session, data.get("reported_cost_usd") or 0.0, data.get("reported_turns") or 0)
+    return replace(cell, sessions=(*kept, entry)[-MAX_SESSIONS:])
 
 
 def _on_done_blocked(cell: Cell, event: Event) -> Cell:
@@ -430,16 +446,29 @@ def _spend_from(raw: Any, source: str, key: str, positive: bool) -> Spend:
     return spend
 
 
-_TUPLES = ("used", "limit", "steps", "destructive", "approved_classes")
+_TUPLES = ("used", "limit", "steps", "destructive", "approved_classes", "sessions")
+
+
+# Fields added within format version 1; a cell written before them reads as their default.
+_OPTIONAL: dict[str, Any] = {
+    "gate_commit": None,
+    "owners_commit": None,
+    "destructive": [],
+    "destructive_detail": None,
+    "approved_classes": [],
+    "sessions": [],
+}
 
 
 def _cell_from(raw: dict[str, Any], source: str) -> Cell:
+    raw = _OPTIONAL | raw
     try:
         raw.pop("v")
         pos = raw.pop("position")
         flight = raw.pop("in_flight")
         fields: dict[str, Any] = {k: v for k, v in raw.items() if k not in _TUPLES}
         fields.update({name: tuple(raw[name]) for name in _TUPLES[2:]})
+        fields["sessions"] = tuple((str(n), c, int(t)) for n, c, t in raw["sessions"])
         cell = Cell(
             **fields,
             used=_spend_from(raw["used"], source, "used", positive=False),

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from harness import failpoints
-from harness.agents import combine, parse_output, read_report_file
+from harness.agents import Usage, combine, parse_output, read_report_file
 from harness.approval import Verdict
 from harness.cell import (
     READ_ONLY_STEPS,
@@ -129,6 +129,35 @@ def later(ts: str, seconds: int) -> str:
     """The ISO time `seconds` after `ts` (both in the clock's format)."""
     moment = datetime.fromisoformat(ts.replace("Z", "+00:00")) + timedelta(seconds=seconds)
     return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def increase(total: float | None, previous: float | None) -> float:
+    """What a reported total proves was spent since `previous` (that session's last total).
+
+    A new session's total is all new. A total below the last one means the tool restarted
+    its count; it is taken whole, so the budget errs towards counting more, never less.
+    """
+    if total is None or total < 0:
+        return 0
+    if previous is None or total < previous:
+        return total
+    return total - previous
+
+
+def spend_data(cell: Cell, usage: Usage) -> dict[str, Any]:
+    """Cost and turns of one build as increases, plus the raw totals the next one needs."""
+    last = {name: (cost, turns) for name, cost, turns in cell.sessions}
+    before = last.get(usage.session) if usage.session else None
+    cost = increase(usage.cost_usd, before[0] if before else None)
+    turns = increase(usage.turns, before[1] if before else None)
+    data: dict[str, Any] = {"cost_usd": float(cost), "turns": int(turns)}
+    if usage.session:
+        data |= {
+            "session": usage.session,
+            "reported_cost_usd": usage.cost_usd,
+            "reported_turns": usage.turns,
+        }
+    return data
 
 
 def call_id(goal_id: str, iteration: int, step: str) -> str:
@@ -285,9 +314,22 @@ class GoalRunner(Recorder):
                 "limits": budget_limits(self.goal),
                 "no_progress_passes": self.goal.halt.no_progress_passes,
                 "control_commit": self.ctx.control.commit,
-            },
+            }
+            | self.command_hits(),
         )
         self.checkpoint(kind.replace("goal.", "goal "))
+
+    def command_hits(self) -> dict[str, Any]:
+        """A declared step command that itself deploys, drops or pushes parks the goal first.
+        The ship command is left out: it already needs a signed decision."""
+        from harness.classify import classes_of, classify_command, summarize
+
+        extra = self.ctx.control.config.destructive
+        specs = (self.goal.plan, self.goal.build, self.goal.judge, self.goal.review)
+        hits = [h for spec in specs if spec for h in classify_command(spec.run, extra)]
+        if not hits:
+            return {}
+        return {"command_classes": list(classes_of(hits)), "command_detail": summarize(hits)}
 
     # ---- the loop -----------------------------------------------------------------------
 
@@ -481,17 +523,34 @@ class GoalRunner(Recorder):
         )
         _cleanup(scratch)
         changed = self.changed_since(started)
-        data = self.base_data(cid, result) | {
-            "cost_usd": max(0.0, usage.cost_usd or 0.0),
-            "turns": max(0, usage.turns or 0),
-            "summary": fit_text(usage.summary, 4000),
-            "agent_error": usage.error,
-            "changed": changed[:MAX_LISTED_PATHS],
-            "tree": self.wt.work_tree_id(),
-        }
+        data = (
+            self.base_data(cid, result)
+            | spend_data(self.cell, usage)
+            | {
+                "summary": fit_text(usage.summary, 4000),
+                "agent_error": usage.error,
+                "changed": changed[:MAX_LISTED_PATHS],
+                "tree": self.wt.work_tree_id(),
+            }
+        )
         if self.tampered(started, changed, exclude_own=False, finished=(step, iteration, data)):
             return
-        self.finish(step, iteration, data)
+        self.finish(step, iteration, data | self.destructive_data(started))
+
+    def destructive_data(self, base: str) -> dict[str, Any]:
+        """What in this build's change falls in a destructive class (parks until unparked)."""
+        from harness.classify import classes_of, classify_changes, parse_diff, summarize
+
+        hits = classify_changes(
+            parse_diff(self.wt.diff_text(base)), self.ctx.control.config.destructive
+        )
+        if not hits:
+            return {}
+        return {
+            "destructive_classes": list(classes_of(hits)),
+            "destructive_detail": fit_text(summarize(hits), 4000),
+            "destructive": [fit_text(h.describe(), 300) for h in hits[: MAX_LISTED_PATHS // 4]],
+        }
 
     def finish_judge(
         self,

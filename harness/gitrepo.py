@@ -249,6 +249,19 @@ class Worktree:
         out = run_git(["diff", "--cached", "--name-only", "-z", "--no-renames", base], self.path)
         return [p for p in out.stdout.decode("utf-8", "replace").split("\0") if p]
 
+    def diff_text(self, base: str) -> str:
+        """The staged change since `base`, stable whatever the user's diff config says,
+        without the harness-owned paths (their changes are tampering, checked elsewhere)."""
+        args = ["diff", "--cached", "-U0", "--no-renames", "--no-color", "--no-ext-diff"]
+        args += ["--no-textconv", "--src-prefix=a/", "--dst-prefix=b/", base, "--", "."]
+        args += [
+            ":(exclude)ledger",
+            ":(exclude).harness",
+            ":(exclude)goals",
+            ":(exclude)*.approval",
+        ]
+        return run_git(args, self.path).stdout.decode("utf-8", "replace")
+
     def restore_paths(self, base: str, paths: Iterable[str]) -> None:
         """Put `paths` back as they were at `base` (deleting those that did not exist)."""
         for path in paths:

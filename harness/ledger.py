@@ -174,6 +174,7 @@ class Ledger:
         for number, path in enumerate(paths, start=1):
             last_segment = number == len(paths)
             size = whole = 0
+            name = path.name
             with path.open("rb", buffering=_READ_BUFFER) as handle:
                 for line_no, line in enumerate(handle, start=1):
                     if not line.endswith(b"\n"):
@@ -184,7 +185,7 @@ class Ledger:
                             path, line_no, "line has no newline before the next segment"
                         )
                     size += len(line)
-                    record = self._accept(line, path.name, line_no, seq, digest, size)
+                    record = self._accept(line, name, line_no, seq, digest, size)
                     if record is None:
                         record = self._verify(line, path, line_no, Position(seq, digest), size)
                     seq, digest = record.event.seq, record.hash

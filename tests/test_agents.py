@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -244,7 +245,20 @@ def test_report_written_by_a_real_agent_process(tmp_path: Path) -> None:
     ],
 )
 def test_recorded_outputs(fmt: str, name: str, expected: Usage) -> None:
-    assert parse_output(fmt, _data(name)) == expected
+    assert dataclasses.replace(parse_output(fmt, _data(name)), session=None) == expected
+
+
+@pytest.mark.parametrize(
+    ("fmt", "name", "session"),
+    [
+        ("claude-json", "agent_claude_success.txt", "3f1c9a52-7d1e-4f0b-9a8e-2b6d1c0e7a11"),
+        ("claude-json", "agent_claude_verbose.txt", "5a2b"),
+        ("codex-jsonl", "agent_codex_success.jsonl", "0199a213-81c0-7800-8aa1-bbab2a035a53"),
+    ],
+)
+def test_session_ids_are_read(fmt: str, name: str, session: str) -> None:
+    # The session id is what turns a resumed session's running total into an increase.
+    assert parse_output(fmt, _data(name)).session == session
 
 
 CLAUDE_NONE = Usage(None, None, None, "claude-json: no result object in the output")

@@ -196,9 +196,15 @@ jobs:
         # Pin a version for repeatable runs: python -m pip install "goal-harness==X.Y.Z"
         run: python -m pip install goal-harness
       - name: Fetch goal branches
-        # As local branches, which is where harness looks for a goal's record. Without
-        # "+", a goal branch that went backwards on the remote is refused, not taken.
-        run: git fetch --no-tags origin "@REFS@*:@REFS@*"
+        # Every goal branch becomes a local branch, so the summary shows every goal. One
+        # that exists here already is left alone: `harness run --push` brings it to the
+        # remote's state fast-forward-only.
+        shell: bash
+        run: |
+          git fetch --no-tags --prune origin "+@REFS@*:refs/remotes/origin/@PREFIX@*"
+          for ref in $(git for-each-ref --format='%(refname:lstrip=3)' "refs/remotes/origin/@PREFIX@"); do
+            git show-ref -q --verify "refs/heads/$ref" || git branch -q --no-track "$ref" "origin/$ref"
+          done
       - name: Run goals
         shell: bash
         env:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 
 import pytest
 
@@ -207,3 +208,35 @@ def test_owners_rotation_needs_a_pinned_owner(managed, tmp_path):
     row = repo.status()
     assert (row["status"], row["gate"]) == ("paused", None)
     assert (repo.count("build"), repo.count("judge")) == (["1"], ["1"])
+
+
+DROP = "import os\nfrom pathlib import Path\nPath('migrations').mkdir(exist_ok=True)\nPath('migrations/0002_drop_users.sql').write_text('DROP TABLE users;\\n')\nPath('value.txt').write_text('right\\n')\n"
+
+
+def test_destructive_migration_parks_and_only_an_owner_unparks(managed, tmp_path):
+    goal = base_goal() | {"build": {"run": [sys.executable, "drop_agent.py"]}}
+    repo = managed(goal=goal, files={"drop_agent.py": DROP})
+    repo.harness("run", check=0)
+    row = repo.status()
+    assert row["status"] == "parked_at_eyes"
+    assert row["gate"] in ("destructive:schema_change", "destructive:data_deletion")
+    out = repo.harness("replay", "g1", check=0).stdout
+    assert "migrations/0002_drop_users.sql" in out
+    assert repo.count("judge") == []
+    stranger = make_key(tmp_path, "stranger")
+    repo.harness("unpark", "g1", "--key", str(stranger.private), check=3)
+    assert repo.status()["gate"] == row["gate"]
+    repo.harness("unpark", "g1", "--key", str(repo.key.private), check=0)
+    while repo.status()["status"] == "parked_at_eyes":
+        repo.harness("unpark", "g1", "--key", str(repo.key.private), check=0)
+    assert repo.status()["status"] == "completed"
+    assert repo.count("judge") == ["1"]
+
+
+def test_declared_command_that_deploys_parks_before_anything_runs(managed):
+    goal = base_goal() | {"judge": {"run": ["kubectl", "apply", "-f", "k8s/"]}}
+    repo = managed(goal=goal)
+    repo.harness("run", check=0)
+    row = repo.status()
+    assert (row["status"], row["gate"]) == ("parked_at_eyes", "destructive:production_deploy")
+    assert repo.count("build") == []
