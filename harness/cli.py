@@ -117,26 +117,34 @@ def secret_new(file: Path | None, print_only: bool) -> None:
 
 @cli.command()
 @click.argument("goal_id")
-def new(goal_id: str) -> None:
+@click.option(
+    "--agent",
+    type=click.Choice(["claude", "codex", "aider", "script"]),
+    default="script",
+    show_default=True,
+    help="Fill in this agent's usual command line and output format.",
+)
+def new(goal_id: str, agent: str) -> None:
     """Write a commented goal template to goals/<id>.yaml.
 
-    Example: harness new fix-login-timeout
+    Example: harness new fix-login-timeout --agent claude
     """
     from harness.commands.new import new as run_new
 
-    _done(run_new(_cwd(), goal_id, sys.stdout))
+    _done(run_new(_cwd(), goal_id, sys.stdout, agent))
 
 
 @cli.command()
 @click.argument("goal_ids", nargs=-1)
-def check(goal_ids: tuple[str, ...]) -> None:
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+def check(goal_ids: tuple[str, ...], as_json: bool) -> None:
     """Validate goals, approvals and owners in the checkout; one line per problem.
 
     Example: harness check fix-login-timeout
     """
     from harness.commands.check import check as run_check
 
-    _done(run_check(_cwd(), list(goal_ids), sys.stdout))
+    _done(run_check(_cwd(), list(goal_ids), sys.stdout, as_json))
 
 
 @cli.command()
@@ -164,14 +172,19 @@ def approve(goal_id: str, key: Path) -> None:
 @click.option(
     "--jobs", type=int, default=1, show_default=True, help="Advance up to this many goals at once."
 )
-def run(goal_ids: tuple[str, ...], max_steps: int | None, push: str | None, jobs: int) -> None:
+@click.option(
+    "--json", "as_json", is_flag=True, help="Print one JSON document instead of event lines."
+)
+def run(
+    goal_ids: tuple[str, ...], max_steps: int | None, push: str | None, jobs: int, as_json: bool
+) -> None:
     """Advance every approved, runnable goal until it stops.
 
     Example: harness run --max-steps 20
     """
     from harness.commands.run import run as run_run
 
-    _done(run_run(_cwd(), list(goal_ids), max_steps, push, os.environ, jobs=jobs))
+    _done(run_run(_cwd(), list(goal_ids), max_steps, push, os.environ, jobs=jobs, as_json=as_json))
 
 
 @cli.command()
@@ -265,14 +278,15 @@ def replay(goal_id: str, fmt: str, out_file: Path | None) -> None:
 
 @cli.command()
 @click.argument("goal_ids", nargs=-1)
-def verify(goal_ids: tuple[str, ...]) -> None:
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+def verify(goal_ids: tuple[str, ...], as_json: bool) -> None:
     """Check chain, MACs, cell binding and approvals; name the first bad event.
 
     Example: harness verify fix-login-timeout
     """
     from harness.commands.verify import verify as run_verify
 
-    _done(run_verify(_cwd(), list(goal_ids), os.environ, sys.stdout))
+    _done(run_verify(_cwd(), list(goal_ids), os.environ, sys.stdout, as_json))
 
 
 @cli.command()

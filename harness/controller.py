@@ -12,12 +12,14 @@ import hashlib
 import json
 import signal
 import tempfile
+import threading
+import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TextIO
 
 from harness import failpoints
 from harness.agents import Usage, combine, parse_output, read_report_file
@@ -70,6 +72,37 @@ def interruptible() -> Iterator[None]:
             signal.signal(sig, old)
 
 
+class Progress:
+    """A live line on a terminal (stderr) while a step runs; nothing at all otherwise, so
+    what goes to stdout and to files never changes."""
+
+    def __init__(self, stream: TextIO | None, text: Callable[[float], str]) -> None:
+        self.stream, self.text = stream, text
+        self.done = threading.Event()
+        self.thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        if self.stream is not None:
+            self.thread = threading.Thread(target=self._loop, daemon=True)
+            self.thread.start()
+
+    def _loop(self) -> None:
+        began = time.monotonic()
+        assert self.stream is not None
+        while True:
+            self.stream.write("\r\x1b[K" + self.text(time.monotonic() - began))
+            self.stream.flush()
+            if self.done.wait(1.0):
+                return
+
+    def stop(self) -> None:
+        self.done.set()
+        if self.thread is not None and self.stream is not None:
+            self.thread.join()
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
+
+
 class ChildRecord:
     """The process group of the step running now, kept next to the goal's lock.
 
@@ -108,8 +141,6 @@ class SystemClock:
         return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
     def monotonic(self) -> float:
-        import time
-
         return time.monotonic()
 
 
@@ -123,6 +154,7 @@ class RunContext:
     max_steps: int | None = None
     remote: Remote | None = None
     runner: str = ""
+    progress: TextIO | None = None  # a terminal to show the running step on
 
 
 def later(ts: str, seconds: int) -> str:
@@ -481,6 +513,12 @@ class GoalRunner(Recorder):
             },
         )
         children = ChildRecord(self.ctx.control.repo.harness_dir() / "locks", self.goal.id)
+        progress = Progress(self.ctx.progress, self.progress_text(step, iteration))
+
+        def started(pid: int) -> None:
+            children.save(pid, cid)
+            progress.start()  # only after the fork: no thread exists while the child is made
+
         try:
             result = run_step(
                 spec.run,
@@ -488,11 +526,25 @@ class GoalRunner(Recorder):
                 env,
                 prompt.encode(),
                 spec.timeout_s,
-                on_start=lambda pid: children.save(pid, cid),
+                on_start=started,
             )
         finally:
+            progress.stop()
             children.clear()
         return result, scratch
+
+    def progress_text(self, step: str, iteration: int) -> Callable[[float], str]:
+        used, limit = self.cell.used, self.cell.limit
+
+        def text(elapsed: float) -> str:
+            minutes, seconds = divmod(int(elapsed), 60)
+            return (
+                f"{self.goal.id} {step}[{iteration}] {minutes:02d}:{seconds:02d} · "
+                f"iterations {used.iterations}/{limit.iterations} · "
+                f"cost ${used.cost_usd:.2f}/${limit.cost_usd:.2f} · passes {used.passes}/{limit.passes}"
+            )
+
+        return text
 
     def base_data(self, cid: str, result: StepResult) -> dict[str, Any]:
         return {

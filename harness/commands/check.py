@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -17,7 +18,7 @@ from harness.goal import MAX_GOAL_FILE_BYTES, check_goal_id, parse_goal
 T = TypeVar("T")
 
 
-def check(cwd: Path, goal_ids: list[str], out: TextIO) -> int:
+def check(cwd: Path, goal_ids: list[str], out: TextIO, as_json: bool = False) -> int:
     root = Repo.discover(cwd).root
     problems: list[HarnessError] = []
     config = _guard(problems, lambda: _config(root)) or parse_config(None, CONFIG_PATH)
@@ -26,13 +27,19 @@ def check(cwd: Path, goal_ids: list[str], out: TextIO) -> int:
     notes: list[str] = []
     for goal_id in ids:
         _guard(problems, partial(_check_goal, root, goal_id, config, owners, notes))
+    code = max((p.exit_code for p in problems), default=0)
+    if as_json:
+        listed = [{"message": str(p), "exit_code": p.exit_code} for p in problems]
+        document = {"ok": not problems, "goals": len(ids), "owner_keys": len(owners or ())}
+        out.write(json.dumps(document | {"problems": listed, "notes": notes}, indent=2) + "\n")
+        return code
     for problem in problems:
         out.write(f"{problem}\n")
     for note in notes:
         out.write(f"note: {note}\n")
     if not problems:
         out.write(f"ok: {len(ids)} goal(s), {len(owners or ())} owner key(s)\n")
-    return max((p.exit_code for p in problems), default=0)
+    return code
 
 
 def _guard(problems: list[HarnessError], work: Callable[[], T]) -> T | None:

@@ -20,9 +20,9 @@ owner: {owner}              # a principal listed in .harness/owners
 objective: |
   Say what must be true when this goal is done, and how the judge will show it.
 build:                      # the implementing agent; its stdin is the prompt
-  run: ./scripts/agent.sh
+  run: {run}
   timeout: 30m
-  format: plain             # plain, claude-json, codex-jsonl or aider
+  format: {format}{format_note}
 judge:                      # the verification; exit 0 means pass
   run: python -m pytest -q
   timeout: 10m
@@ -45,14 +45,37 @@ halt:
 """
 
 
-def new(cwd: Path, goal_id: str, out: TextIO) -> int:
+# Each agent's usual command line: the prompt arrives on stdin (and in HARNESS_PROMPT_FILE).
+AGENTS: dict[str, tuple[str, str, str]] = {
+    "claude": (
+        "claude -p --output-format json --permission-mode acceptEdits",
+        "claude-json",
+        "  # cost and turns from total_cost_usd and num_turns",
+    ),
+    "codex": ("codex exec --json --full-auto -", "codex-jsonl", "  # turns from turn.completed"),
+    "aider": (
+        '[sh, -c, \'aider --yes-always --no-stream --message "$(cat "$HARNESS_PROMPT_FILE")"\']',
+        "aider",
+        "  # aider commits by itself; its commits count as the build's change",
+    ),
+    "script": ("./scripts/agent.sh", "plain", "  # may write cost/turns to $HARNESS_REPORT_FILE"),
+}
+
+
+def new(cwd: Path, goal_id: str, out: TextIO, agent: str = "script") -> int:
     check_goal_id(goal_id, "goal id")
+    if agent not in AGENTS:
+        raise InvalidInput(f"--agent: {agent!r} (expected one of {', '.join(AGENTS)})")
     root = Repo.discover(cwd).root
     path = root / "goals" / f"{goal_id}.yaml"
     if path.exists():
         raise InvalidInput(f"goals/{goal_id}.yaml: already exists (edit it, or choose another id)")
     path.parent.mkdir(exist_ok=True)
-    path.write_text(TEMPLATE.format(id=goal_id, owner=_first_owner(root)))
+    run, fmt, note = AGENTS[agent]
+    text = TEMPLATE.format(
+        id=goal_id, owner=_first_owner(root), run=run, format=fmt, format_note=note
+    )
+    path.write_text(text)
     out.write(
         f"wrote goals/{goal_id}.yaml: edit it, commit it, then `harness approve {goal_id} --key KEY`\n"
     )

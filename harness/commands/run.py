@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import IO, TextIO
+from typing import IO, Any, TextIO
 
 from harness.approval import SignedRecord, Verdict, verify_record
-from harness.cell import TERMINAL, WAITING
+from harness.cell import TERMINAL, WAITING, Cell
 from harness.control import Control, open_control
 from harness.controller import (
     ChildRecord,
@@ -39,6 +40,7 @@ def run(
     err: TextIO = sys.stderr,
     clock: Clock | None = None,
     jobs: int = 1,
+    as_json: bool = False,
 ) -> int:
     if max_steps is not None and max_steps < 1:
         raise InvalidInput(f"--max-steps: {max_steps} (expected a whole number ≥ 1)")
@@ -50,24 +52,80 @@ def run(
     remote = Remote.check(repo, push) if push is not None else None
     if remote is not None:
         remote.fetch(control.config.branch_prefix)
+    ids = goal_ids or control.goal_ids()
+    if jobs > 1 and len(ids) > 1 and not as_json:
+        options = [*(["--max-steps", str(max_steps)] if max_steps else [])]
+        options += ["--push", push] if push else []
+        return _overall(run_parallel(repo.root, ids, options, jobs, env, out, err))
+    lines: list[str] = []
 
     def print_line(line: str) -> None:
-        out.write(line)
-        out.flush()
+        lines.append(line)
+        if not as_json:
+            out.write(line)
+            out.flush()
 
+    terminal = err if err.isatty() and not as_json else None
     ctx = RunContext(
-        control, secret, clock or SystemClock(), print_line, env, max_steps, remote, runner_id(repo)
+        control,
+        secret,
+        clock or SystemClock(),
+        print_line,
+        env,
+        max_steps,
+        remote,
+        runner_id(repo),
+        terminal,
     )
-    ids = goal_ids or control.goal_ids()
-    if jobs > 1 and len(ids) > 1:
-        options = [
-            *(["--max-steps", str(max_steps)] if max_steps else []),
-            *(["--push", push] if push else []),
-        ]
-        return _overall(run_parallel(repo.root, ids, options, jobs, env, out, err))
+    outcomes = []
     with interruptible():
-        codes = [_run_one(repo, ctx, goal_id, err) for goal_id in ids]
-    return _overall(codes)
+        for goal_id in ids:
+            before = len(lines)
+            outcome = _run_one(repo, ctx, goal_id, err, quiet=as_json)
+            outcome["lines"] = lines[before:]
+            outcomes.append(outcome)
+            if outcome["lines"]:
+                _step_summary(env, repo, goal_id)
+    code = _overall([o["exit_code"] for o in outcomes])
+    if as_json:
+        out.write(json.dumps({"exit_code": code, "goals": outcomes}, indent=2) + "\n")
+    return code
+
+
+def _step_summary(env: Mapping[str, str], repo: Repo, goal_id: str) -> None:
+    """In GitHub Actions, each advanced goal's report goes into the job summary."""
+    summary = env.get("GITHUB_STEP_SUMMARY")
+    report = repo.worktree_path(goal_id) / "ledger" / goal_id / "report.md"
+    if summary and report.is_file():
+        with open(summary, "a", encoding="utf-8") as handle:
+            handle.write(report.read_text(encoding="utf-8") + "\n")
+
+
+def _overall(codes: list[int]) -> int:
+    if any(code == TrustFailure.exit_code for code in codes):
+        return TrustFailure.exit_code
+    if codes and all(code == Busy.exit_code for code in codes):
+        return Busy.exit_code
+    return max((c for c in codes if c != Busy.exit_code), default=0)
+
+
+def _run_one(repo: Repo, ctx: RunContext, goal_id: str, err: TextIO, quiet: bool) -> dict[str, Any]:
+    lock = GoalLock(repo.harness_dir() / "locks", goal_id)
+    try:
+        with lock:
+            cell = advance_goal(repo, ctx, goal_id)
+    except HarnessError as exc:
+        label = (
+            "busy"
+            if isinstance(exc, Busy)
+            else "refused"
+            if isinstance(exc, TrustFailure)
+            else "error"
+        )
+        if not quiet:
+            err.write(f"harness: {goal_id}: {label}: {exc}\n")
+        return {"id": goal_id, "result": label, "exit_code": exc.exit_code, "message": str(exc)}
+    return {"id": goal_id, "result": "ok", "exit_code": 0, "status": cell.status, "gate": cell.gate}
 
 
 def run_parallel(
@@ -112,35 +170,9 @@ def run_parallel(
         return list(pool.map(one, ids))
 
 
-def _overall(codes: list[int]) -> int:
-    if any(code == TrustFailure.exit_code for code in codes):
-        return TrustFailure.exit_code
-    if codes and all(code == Busy.exit_code for code in codes):
-        return Busy.exit_code
-    return max((c for c in codes if c != Busy.exit_code), default=0)
-
-
-def _run_one(repo: Repo, ctx: RunContext, goal_id: str, err: TextIO) -> int:
-    lock = GoalLock(repo.harness_dir() / "locks", goal_id)
-    try:
-        with lock:
-            advance_goal(repo, ctx, goal_id)
-    except HarnessError as exc:
-        label = (
-            "busy"
-            if isinstance(exc, Busy)
-            else "refused"
-            if isinstance(exc, TrustFailure)
-            else "error"
-        )
-        err.write(f"harness: {goal_id}: {label}: {exc}\n")
-        return exc.exit_code
-    return 0
-
-
 def advance_goal(
     repo: Repo, ctx: RunContext, goal_id: str, extra: Sequence[SignedRecord] = ()
-) -> None:
+) -> Cell:
     """Verify, then move one goal on. The caller holds its lock.
 
     `extra` holds decision records not yet on the control ref (a `harness ship` acting at
@@ -164,7 +196,7 @@ def advance_goal(
     loaded = load(paths, ctx.secret.goal_key(goal_id), committed_view(paths), repair=True)
     cell = loaded.cell
     if cell.status in TERMINAL:
-        return
+        return cell
     runner = GoalRunner(ctx, goal, verdict, wt, paths, loaded)
     records = (*control.approvals(goal_id), *extra)
     started = cell.goal_sha256 is not None
@@ -176,7 +208,7 @@ def advance_goal(
             ".harness/owners changed after the goal started; the change must be "
             "signed by an owner the goal started under (decision rotate-owners)",
         )
-        return
+        return runner.cell
     if verdict is None:
         if started and cell.goal_sha256 != goal.sha256:
             _gate_unless_waiting(
@@ -185,16 +217,16 @@ def advance_goal(
                 f"goals/{goal_id}.yaml changed after the run began "
                 f"(sha256 {goal.sha256[:12]}); approve the new version",
             )
-            return
+            return runner.cell
         control.run_approval(goal)  # raises the precise refusal
     runner.start_or_revise(control.owners_sha256)
     if runner.cell.status in WAITING:
         source = f"goals/{goal_id}.approval"
         decision = find_decision(records, control.owners(), goal_id, runner.cell, source)
         if decision is None:
-            return
+            return runner.cell
         runner.cross_gate(decision)
-    runner.advance()
+    return runner.advance()
 
 
 def _gate_unless_waiting(runner: GoalRunner, reason: str, detail: str) -> None:

@@ -2,48 +2,59 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from harness.approval import find_run_approval
 from harness.control import Control, open_control
 from harness.errors import HarnessError
 from harness.gitrepo import Repo, branch_heads
 from harness.hydrate import load
+from harness.ledger import LedgerBroken
 from harness.secret import Secret, load_secret
 from harness.workspace import locate
 
 
-def verify(cwd: Path, goal_ids: list[str], env: Mapping[str, str], out: TextIO) -> int:
+def verify(
+    cwd: Path, goal_ids: list[str], env: Mapping[str, str], out: TextIO, as_json: bool = False
+) -> int:
     repo = Repo.discover(cwd)
     secret = load_secret(env, repo.root)
     control = open_control(repo)
     ids = goal_ids or _goals_with_records(repo, control)
-    worst = 0
-    for goal_id in ids:
-        try:
-            out.write(_verify_one(repo, control, secret, goal_id) + "\n")
-        except HarnessError as exc:
-            out.write(f"FAIL {goal_id}: {exc}\n")
-            worst = max(worst, exc.exit_code)
-    return worst
+    results = [_result(repo, control, secret, goal_id) for goal_id in ids]
+    worst = max((r.get("exit_code", 0) for r in results), default=0)
+    if as_json:
+        out.write(json.dumps({"ok": worst == 0, "goals": results}, indent=2) + "\n")
+    else:
+        out.writelines(_line(r) + "\n" for r in results)
+    return int(worst)
 
 
 def _goals_with_records(repo: Repo, control: Control) -> list[str]:
     prefix = control.config.branch_prefix
     ids = {b[len(prefix) :] for b in branch_heads(repo.root, prefix)}
-    ids |= (
-        {p.name for p in (repo.root / "ledger").iterdir() if p.is_dir()}
-        if (repo.root / "ledger").is_dir()
-        else set()
-    )
+    folder = repo.root / "ledger"
+    ids |= {p.name for p in folder.iterdir() if p.is_dir()} if folder.is_dir() else set()
     return sorted(ids)
 
 
-def _verify_one(repo: Repo, control: Control, secret: Secret, goal_id: str) -> str:
+def _result(repo: Repo, control: Control, secret: Secret, goal_id: str) -> dict[str, Any]:
+    try:
+        return _verify_one(repo, control, secret, goal_id)
+    except HarnessError as exc:
+        failure: dict[str, Any] = {"message": str(exc)}
+        if isinstance(exc, LedgerBroken):
+            failure |= {"segment": Path(exc.path).name, "line": exc.line, "event": exc.seq}
+        return {"id": goal_id, "ok": False, "exit_code": exc.exit_code, "failure": failure}
+
+
+def _verify_one(repo: Repo, control: Control, secret: Secret, goal_id: str) -> dict[str, Any]:
     with locate(repo, control, goal_id) as found:
         loaded = load(found.paths, secret.goal_key(goal_id), found.committed, repair=False)
+        segments = len(loaded.ledger.segments())
     cell = loaded.cell
     if cell.goal_sha256 is not None:
         source = f"goals/{goal_id}.approval"
@@ -56,8 +67,28 @@ def _verify_one(repo: Repo, control: Control, secret: Secret, goal_id: str) -> s
         )
     if loaded.rolled_forward:
         notes.append(
-            f"{loaded.rolled_forward} event(s) after the cell (a crash before the cell write; the next run rolls forward)"
+            f"{loaded.rolled_forward} event(s) after the cell "
+            "(a crash before the cell write; the next run rolls forward)"
         )
     head = cell.position
-    extra = "; " + "; ".join(notes) if notes else ""
-    return f"ok {goal_id}: {loaded.events} events, head {head.seq}:{head.hash[:16]}, status {cell.status}{extra}"
+    return {
+        "id": goal_id,
+        "ok": True,
+        "exit_code": 0,
+        "events": loaded.events,
+        "segments": segments,
+        "head": {"seq": head.seq, "hash": head.hash},
+        "status": cell.status,
+        "notes": notes,
+    }
+
+
+def _line(result: Mapping[str, Any]) -> str:
+    if not result["ok"]:
+        return f"FAIL {result['id']}: {result['failure']['message']}"
+    head = result["head"]
+    extra = "; " + "; ".join(result["notes"]) if result["notes"] else ""
+    return (
+        f"ok {result['id']}: {result['events']} events, head {head['seq']}:{head['hash'][:16]}, "
+        f"status {result['status']}{extra}"
+    )
