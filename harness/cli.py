@@ -303,6 +303,82 @@ def cancel(goal_id: str) -> None:
 
 @cli.command()
 @click.option(
+    "--json", "as_json", is_flag=True, help="Print one JSON list of {check, status, finding, fix}."
+)
+def doctor(as_json: bool) -> None:
+    """Check this machine and repository: one line per check, a fix for each problem.
+
+    Exits 0 when nothing failed, 3 when a failure is a trust problem (secret, records,
+    approvals, a worktree on the wrong branch), else 2. Never prints the secret.
+
+    Example: harness doctor --json
+    """
+    from harness.commands.doctor import doctor as run_doctor
+
+    _done(run_doctor(_cwd(), os.environ, sys.stdout, as_json))
+
+
+@cli.group(cls=HarnessGroup)
+def ci() -> None:
+    """Write the files that start `harness run` on a schedule: cron, systemd, GitHub Actions."""
+
+
+_EVERY = click.option(
+    "--every",
+    "every_minutes",
+    type=int,
+    default=30,
+    show_default=True,
+    metavar="MINUTES",
+    help="Minutes between runs: a divisor of 60, or whole hours that divide a day (60 to 1440).",
+)
+
+
+@ci.command("github")
+@click.option("--force", is_flag=True, help="Replace an existing .github/workflows/harness.yml.")
+def ci_github(force: bool) -> None:
+    """Write .github/workflows/harness.yml: every 30 minutes, one run at a time.
+
+    Example: harness ci github && harness secret new --print | gh secret set HARNESS_SECRET
+    """
+    from harness.commands.ci import ci_github as run_ci_github
+
+    _done(run_ci_github(_cwd(), sys.stdout, force))
+
+
+@ci.command("cron")
+@_EVERY
+def ci_cron(every_minutes: int) -> None:
+    """Print a crontab entry that runs `harness run` in this repository.
+
+    Example: (crontab -l 2>/dev/null; harness ci cron --every 10) | crontab -
+    """
+    from harness.commands.ci import ci_cron as run_ci_cron
+
+    _done(run_ci_cron(_cwd(), sys.stdout, every_minutes, os.environ))
+
+
+@ci.command("systemd")
+@click.option(
+    "--dir",
+    "directory",
+    type=click.Path(path_type=Path),
+    help="Write the two unit files here (default: print them).",
+)
+@_EVERY
+@click.option("--force", is_flag=True, help="Replace unit files that already exist in --dir.")
+def ci_systemd(directory: Path | None, every_minutes: int, force: bool) -> None:
+    """Write goal-harness.service and goal-harness.timer (systemd user units).
+
+    Example: harness ci systemd --dir ~/.config/systemd/user --every 30
+    """
+    from harness.commands.ci import ci_systemd as run_ci_systemd
+
+    _done(run_ci_systemd(_cwd(), sys.stdout, directory, every_minutes, os.environ, force))
+
+
+@cli.command()
+@click.option(
     "--dir",
     "directory",
     type=click.Path(path_type=Path),
