@@ -91,6 +91,7 @@ class Cell:
     destructive_detail: str | None = None
     approved_classes: tuple[str, ...] = ()
     sessions: tuple[tuple[str, float, int], ...] = ()  # agent session → last reported totals
+    lessons_given: tuple[str, ...] = ()  # lessons put into any build's prompt
     position: Position = START
 
     def to_dict(self) -> dict[str, Any]:
@@ -194,6 +195,9 @@ def _on_step_started(cell: Cell, event: Event) -> Cell:
         data.get("lease_until", ""),
     )
     cell = replace(cell, status="running", used=used, in_flight=flight)
+    given = [ref["name"] for ref in data.get("lessons", ())]
+    if given:
+        cell = replace(cell, lessons_given=tuple(dict.fromkeys((*cell.lessons_given, *given))))
     if step in AGENT_STEPS:
         # Destructive findings and their approvals belong to one build's changes.
         cell = replace(cell, destructive=(), destructive_detail=None, approved_classes=())
@@ -288,8 +292,10 @@ def _remember_session(cell: Cell, data: Mapping[str, Any]) -> Cell:
 
 
 def _on_done_blocked(cell: Cell, event: Event) -> Cell:
-    missing = ", ".join(event.data["missing"])
-    return _repair(cell, f"expect.files: {missing}", event.data.get("detail"), event.data["tree"])
+    data = event.data
+    failed = data.get("lessons_failed") or []
+    failing = f"lesson:{failed[0]}" if failed else f"expect.files: {', '.join(data['missing'])}"
+    return _repair(cell, failing, data.get("detail"), data["tree"])
 
 
 def _on_gated(cell: Cell, event: Event) -> Cell:
@@ -446,7 +452,15 @@ def _spend_from(raw: Any, source: str, key: str, positive: bool) -> Spend:
     return spend
 
 
-_TUPLES = ("used", "limit", "steps", "destructive", "approved_classes", "sessions")
+_TUPLES = (
+    "used",
+    "limit",
+    "steps",
+    "destructive",
+    "approved_classes",
+    "sessions",
+    "lessons_given",
+)
 
 
 # Fields added within format version 1; a cell written before them reads as their default.
@@ -457,6 +471,7 @@ _OPTIONAL: dict[str, Any] = {
     "destructive_detail": None,
     "approved_classes": [],
     "sessions": [],
+    "lessons_given": [],
 }
 
 

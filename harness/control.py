@@ -17,6 +17,7 @@ from harness.config import Config, parse_config
 from harness.errors import InvalidInput, TrustFailure
 from harness.gitrepo import Repo
 from harness.goal import Goal, check_goal_id, parse_goal
+from harness.lessons import LESSONS_DIR, Lesson, load_lessons
 
 CONFIG_PATH = ".harness/config.yaml"
 OWNERS_PATH = ".harness/owners"
@@ -41,7 +42,11 @@ class Control:
                 f"{OWNERS_PATH}: missing on {self.ref}: nobody can approve a goal "
                 "(run `harness init --owner P --key PUBKEY` and commit)"
             )
-        return parse_owners(self.owners_text.decode("utf-8", "replace"), OWNERS_PATH)
+        try:
+            return parse_owners(self.owners_text.decode("utf-8", "replace"), OWNERS_PATH)
+        except InvalidInput as exc:
+            # The trust root itself is unreadable: fail closed.
+            raise TrustFailure(f"{exc}; nothing runs until .harness/owners is fixed") from None
 
     def goal_ids(self) -> list[str]:
         names = self.repo.list_names(self.commit, "goals")
@@ -87,6 +92,16 @@ class Control:
                 "cannot be read back with its recorded SHA-256; refusing to accept a new one"
             )
         return parse_owners(data.decode("utf-8", "replace"), f"{OWNERS_PATH}@{commit}")
+
+    def lessons(self) -> tuple[Lesson, ...]:
+        """The team's lessons on the control ref (`lessons/*.yaml`); a bad one is exit 2."""
+        names = [n for n in self.repo.list_names(self.commit, LESSONS_DIR) if n.endswith(".yaml")]
+        files = {}
+        for name in names:
+            data = self.repo.read_blob(self.commit, f"{LESSONS_DIR}/{name}")
+            if data is not None:
+                files[name[: -len(".yaml")]] = data
+        return load_lessons(files)
 
     def principals(self) -> set[str]:
         return {p for owner in self.owners() for p in owner.principals}

@@ -14,7 +14,7 @@ import signal
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -42,12 +42,13 @@ from harness.goal import Goal
 from harness.hydrate import GoalPaths, Loaded
 from harness.judge import first_failing_test
 from harness.ledger import MAX_DATA_BYTES, Position
+from harness.lessons import Lesson, prompt_section, select
 from harness.remote import LEASE_GRACE_S, Remote
 from harness.render import text_line
 from harness.secret import Secret
 from harness.steps import StepResult, child_env, end_marked_group, run_step
 
-PROTECTED_PREFIXES = ("goals/", ".harness/", "ledger/")
+PROTECTED_PREFIXES = ("goals/", ".harness/", "ledger/", "lessons/")
 TEXT_FIELD_BYTES = 12_000
 MAX_LISTED_PATHS = 200
 
@@ -101,6 +102,34 @@ class Progress:
             self.thread.join()
             self.stream.write("\r\x1b[K")
             self.stream.flush()
+
+
+class GitConfigGuard:
+    """Files outside the worktree through which a step could make the harness's own git
+    calls run commands (a filter driver, gpg.program, core.sshCommand) or point them at
+    another repository. They are read before a step and compared right after it."""
+
+    def __init__(self, paths: list[Path]) -> None:
+        self.before = {path: _read_or_none(path) for path in paths}
+
+    def changed(self) -> list[str]:
+        return [str(p) for p, data in self.before.items() if _read_or_none(p) != data]
+
+    def restore(self) -> None:
+        for path, data in self.before.items():
+            if _read_or_none(path) == data:
+                continue
+            if data is None:
+                path.unlink(missing_ok=True)
+            else:
+                atomic_write(path, data)
+
+
+def _read_or_none(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+        return None
 
 
 class ChildRecord:
@@ -228,7 +257,7 @@ def goal_steps(goal: Goal) -> list[str]:
     ]
 
 
-def build_prompt(goal: Goal, cell: Cell) -> str:
+def build_prompt(goal: Goal, cell: Cell, lessons: Sequence[Lesson] = ()) -> str:
     parts = [
         f"Goal: {goal.id}",
         f"Iteration: {cell.iteration} of {cell.limit.iterations}",
@@ -239,6 +268,8 @@ def build_prompt(goal: Goal, cell: Cell) -> str:
     ]
     if cell.plan_notes:
         parts += ["Plan:", cell.plan_notes.rstrip("\n"), ""]
+    if lessons:
+        parts += [prompt_section(lessons).rstrip("\n"), ""]
     if cell.failing_test:
         parts += [
             "This is a repair round: the previous attempt did not pass.",
@@ -316,10 +347,13 @@ class GoalRunner(Recorder):
         worktree: Worktree,
         paths: GoalPaths,
         loaded: Loaded,
+        lessons: Sequence[Lesson] = (),
     ) -> None:
         key = ctx.secret.goal_key(goal.id)
         super().__init__(goal.id, key, worktree, paths, loaded, ctx.clock, ctx.print_line)
         self.ctx, self.goal, self.verdict = ctx, goal, verdict
+        self.lessons = tuple(lessons)
+        self.given: tuple[Lesson, ...] = ()
         self.steps_run = 0
         remote = ctx.remote
         if remote is not None:
@@ -406,9 +440,59 @@ class GoalRunner(Recorder):
         used, limit = self.cell.used, self.cell.limit
         return ", ".join(f"{key} {getattr(used, key)}/{getattr(limit, key)}" for key in keys)
 
+    def lessons_for_build(self) -> tuple[Lesson, ...]:
+        """Lessons matching the objective or the failing test, and the one whose check failed."""
+        failing = self.cell.failing_test
+        chosen = select(self.lessons, self.goal.objective, failing)
+        failed = [x for x in self.lessons if failing == f"lesson:{x.name}" and x not in chosen]
+        return (*failed, *chosen)
+
+    def check_lessons(self) -> list[tuple[Lesson, StepResult]]:
+        """Run the check of every lesson a build was given: read-only, like the judge."""
+        checks = [x for x in self.lessons if x.name in self.cell.lessons_given and x.check]
+        results = []
+        for lesson in checks:
+            assert lesson.check is not None
+            env = child_env(
+                self.ctx.base_env,
+                self.ctx.control.config.scrub_env,
+                {"HARNESS_GOAL": self.goal.id, "HARNESS_STEP": "lesson-check"},
+            )
+            result = run_step(lesson.check, self.wt.path, env, b"", lesson.check_timeout_s)
+            passed = result.exit_code == 0 and not result.timed_out
+            self.emit(
+                "lesson.checked",
+                None,
+                self.cell.iteration,
+                lesson.as_ref()
+                | {
+                    "exit_code": result.exit_code,
+                    "passed": passed,
+                    "output_tail": fit_text(result.output_tail, 4000),
+                },
+            )
+            results.append((lesson, result))
+        return [(x, r) for x, r in results if r.exit_code != 0 or r.timed_out]
+
     def done_gate(self) -> None:
         missing = [f for f in self.goal.expect_files if not (self.wt.path / f).exists()]
-        if missing:
+        failed = [] if missing else self.check_lessons()
+        if failed:
+            lesson, result = failed[0]
+            detail = f"{result.output_tail}\n\nThe lesson:\n{lesson.text}"
+            self.emit(
+                "done.blocked",
+                None,
+                self.cell.iteration,
+                {
+                    "missing": [],
+                    "lessons_failed": [x.name for x, _ in failed],
+                    "tree": self.wt.work_tree_id(),
+                    "detail": fit_text(detail, 8000),
+                },
+            )
+            self.checkpoint("done gate blocked by a lesson check")
+        elif missing:
             tree = self.wt.work_tree_id()
             self.emit(
                 "done.blocked",
@@ -474,16 +558,20 @@ class GoalRunner(Recorder):
         self.steps_run += 1
         cid = call_id(self.goal.id, iteration, step)
         lease = getattr(self.goal, step).timeout_s + LEASE_GRACE_S
-        data = {
+        data: dict[str, Any] = {
             "call_id": cid,
             "base": self.wt.head(),
             "runner": self.ctx.runner,
             "lease_until": later(self.ctx.clock.now(), lease),
         }
+        self.given = self.lessons_for_build() if step == "build" else ()
+        if self.given:
+            data["lessons"] = [lesson.as_ref() for lesson in self.given]
         self.emit("step.started", step, iteration, data)
         started = self.checkpoint(f"{step} {iteration} started")
         before = self.wt.work_tree_id() if step in READ_ONLY_STEPS else None
         failpoints.hit(f"in_{step}")
+        guard = GitConfigGuard(self.wt.guarded_files())
         try:
             result = self.execute(step, iteration, cid)
         except Interrupted as stop:
@@ -492,13 +580,23 @@ class GoalRunner(Recorder):
             self.emit("step.interrupted", step, iteration, {"call_id": cid, "signal": stop.name})
             self.checkpoint(f"{step} {iteration} interrupted by {stop.name}")
             raise
+        touched = guard.changed()
+        if touched:
+            # Before any git call: a changed config could make git run the agent's commands.
+            guard.restore()
+            data = self.base_data(cid, result[0]) | {"result": "tamper", "touched": touched}
+            self.emit("step.finished", step, iteration, data)
+            self.gate(
+                "needs_attention", "tamper", "changed git configuration: " + ", ".join(touched)
+            )
+            return
         finish = getattr(self, f"finish_{step}")
         finish(step, iteration, cid, started, before, result)
 
     def execute(self, step: str, iteration: int, cid: str) -> tuple[StepResult, Path]:
         spec = getattr(self.goal, step)
         scratch = Path(tempfile.mkdtemp(prefix=f"harness-{self.goal.id}-"))
-        prompt = build_prompt(self.goal, self.cell)
+        prompt = build_prompt(self.goal, self.cell, self.given)
         (scratch / "prompt.txt").write_text(prompt)
         env = child_env(
             self.ctx.base_env,

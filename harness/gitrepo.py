@@ -219,6 +219,8 @@ class Worktree:
                 f"user.name={HARNESS_NAME}",
                 "-c",
                 f"user.email={HARNESS_EMAIL}",
+                "-c",
+                "commit.gpgSign=false",
                 "commit",
                 "-q",
                 "--no-verify",
@@ -248,6 +250,18 @@ class Worktree:
         self.stage_all()
         out = run_git(["diff", "--cached", "--name-only", "-z", "--no-renames", base], self.path)
         return [p for p in out.stdout.decode("utf-8", "replace").split("\0") if p]
+
+    def guarded_files(self) -> list[Path]:
+        """git's own configuration for this worktree: repository, worktree, user."""
+        admin = Path(git_text(["rev-parse", "--absolute-git-dir"], self.path))
+        common = Path(
+            git_text(["rev-parse", "--path-format=absolute", "--git-common-dir"], self.path)
+        )
+        home = Path(os.environ.get("HOME", "~")).expanduser()
+        xdg = Path(os.environ.get("XDG_CONFIG_HOME") or home / ".config") / "git"
+        files = [common / "config", common / "info" / "attributes", admin / "config.worktree"]
+        files += [admin / "commondir", admin / "gitdir", self.path / ".git"]
+        return [*files, home / ".gitconfig", xdg / "config", xdg / "attributes"]
 
     def diff_text(self, base: str) -> str:
         """The staged change since `base`, stable whatever the user's diff config says,

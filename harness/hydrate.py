@@ -55,6 +55,7 @@ class Committed:
 
     cell: bytes | None
     sizes: dict[str, int] = field(default_factory=dict)
+    previous: bytes | None = None  # the cell as the commit before its last change held it
 
 
 def committed_view(paths: GoalPaths, ref: str = "HEAD") -> Committed | None:
@@ -71,7 +72,24 @@ def committed_view(paths: GoalPaths, ref: str = "HEAD") -> Committed | None:
             cell = run_git(["cat-file", "blob", obj], paths.root).stdout
         elif name.startswith(f"{paths.rel}/events/") and kind == "blob":
             sizes[name.rsplit("/", 1)[1]] = int(size)
-    return Committed(cell, sizes)
+    return Committed(cell, sizes, _previous_cell(paths, ref))
+
+
+def _previous_cell(paths: GoalPaths, ref: str) -> bytes | None:
+    """The committed cell before its latest change, to catch a newer cell committed over
+    with an older one (a rollback made as a new commit)."""
+    log = run_git(
+        ["log", "-2", "--first-parent", "--format=%H", ref, "--", f"{paths.rel}/state.json"],
+        paths.root,
+        check=False,
+    )
+    commits = log.stdout.decode().split()
+    if log.returncode != 0 or len(commits) < 2:
+        return None
+    blob = run_git(
+        ["cat-file", "blob", f"{commits[1]}:{paths.rel}/state.json"], paths.root, check=False
+    )
+    return blob.stdout if blob.returncode == 0 else None
 
 
 @dataclass
@@ -91,10 +109,13 @@ def _refuse(paths: GoalPaths, problem: str) -> TrustFailure:
 class _Scan:
     """Folds records while tracking where the committed part ends and the cell sits."""
 
-    def __init__(self, paths: GoalPaths, committed: Committed | None, cell_at: Position) -> None:
+    def __init__(
+        self, paths: GoalPaths, committed: Committed | None, cell_at: Position, earlier: Position
+    ) -> None:
         self.paths = paths
         self.sizes = committed.sizes if committed else {}
         self.cell_at = cell_at
+        self.earlier = earlier
         self.committed_head = START
         self.fold = Cell(goal=paths.goal_id)
         self.at_cell: Cell | None = self.fold if cell_at == START else None
@@ -104,6 +125,11 @@ class _Scan:
         self.fold = apply(self.fold, record.event, position)
         if record.end <= self.sizes.get(record.segment, -1):
             self.committed_head = position
+        if record.event.seq == self.earlier.seq and record.hash != self.earlier.hash:
+            raise _refuse(
+                self.paths,
+                f"an earlier committed cell names event {position.seq} with a hash that is not on the chain",
+            )
         if record.event.seq == self.cell_at.seq:
             if record.hash != self.cell_at.hash:
                 raise _refuse(
@@ -136,7 +162,8 @@ def load(
     source = f"{paths.rel}/state.json"
     working = _read_cell(paths, source, key)
     ledger = Ledger(paths.events, paths.goal_id, key)
-    scan = _Scan(paths, committed, working.position if working else START)
+    earlier = _earlier_position(paths, key, committed, source)
+    scan = _Scan(paths, committed, working.position if working else START, earlier)
     report = MarkdownReport(paths.goal_id)
     count = 0
     for record in ledger.records():
@@ -147,6 +174,12 @@ def load(
             on_record(record)
     _check_cut(paths, ledger, committed)
     _check_committed_cell(paths, key, committed, scan.committed_head, source)
+    if earlier.seq > scan.committed_head.seq:
+        raise _refuse(
+            paths,
+            f"an earlier commit holds a cell at event {earlier.seq} but the committed ledger ends at "
+            f"{scan.committed_head.seq}: an older ledger was committed over a newer one (rollback)",
+        )
     _check_working_cell(paths, working, scan, ledger.head)
     torn = ledger.torn
     if torn is not None and repair:
@@ -155,6 +188,15 @@ def load(
         ledger.cut_torn_tail()
     behind = ledger.head.seq - (working.position.seq if working else 0)
     return Loaded(scan.fold, ledger, report, torn, behind, count)
+
+
+def _earlier_position(
+    paths: GoalPaths, key: bytes, committed: Committed | None, source: str
+) -> Position:
+    if committed is None or committed.previous is None:
+        return START
+    earlier = parse_cell(committed.previous, f"{source} (earlier commit)", paths.goal_id, key)
+    return earlier.position
 
 
 def _read_cell(paths: GoalPaths, source: str, key: bytes) -> Cell | None:

@@ -60,12 +60,18 @@ class GoalLock:
             self._fd = None
 
     def held_elsewhere(self) -> bool:
-        """True when another process holds the lock right now."""
+        """True when another process holds the lock right now (a shared probe that writes
+        nothing, so it never looks like a holder itself)."""
         try:
-            self.acquire()
-        except Busy:
+            fd = os.open(self.path, os.O_RDONLY)
+        except FileNotFoundError:
+            return False
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
             return True
-        self.release()
+        finally:
+            os.close(fd)
         return False
 
     def __enter__(self) -> GoalLock:

@@ -56,13 +56,21 @@ def describe(event: Event) -> str:
         who = ",".join(data.get("approved_by", []))
         return f"{kind.split('.')[1]} sha256={data['goal_sha256'][:12]} approved-by={who} limits: {_limits(data)}"
     if kind == "step.started":
-        return f"{event.step}[{event.iteration}] started"
+        given = ", ".join(ref["name"] for ref in data.get("lessons", ()))
+        return f"{event.step}[{event.iteration}] started" + (
+            f" (lessons: {given})" if given else ""
+        )
+    if kind == "lesson.checked":
+        verdict = "passed" if data["passed"] else "failed"
+        return f"lesson {data['name']} check {verdict} exit={data['exit_code']}"
     if kind == "step.interrupted":
         return f"{event.step}[{event.iteration}] interrupted by {data['signal']}"
     if kind == "step.cutoff":
         return f"{event.step}[{event.iteration}] was cut off; work in progress: {len(data.get('changed', []))} files"
     if kind == "step.finished":
         return _step_finished(event)
+    if kind == "done.blocked" and data.get("lessons_failed"):
+        return f"done gate blocked: lesson check failed: {', '.join(data['lessons_failed'])}"
     if kind == "done.blocked":
         return f"done gate blocked: missing {', '.join(data['missing'])}"
     if kind == "goal.gated":

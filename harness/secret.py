@@ -9,6 +9,7 @@ import hashlib
 import hmac
 import os
 import secrets as _random
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -67,8 +68,27 @@ def _from_file(path: Path, repo_root: Path | None) -> Secret:
     return Secret(raw.strip(), str(path))
 
 
+def make_undumpable() -> None:
+    """Linux: keep processes of the same user (the agent) out of this one's memory and
+    /proc/<pid>/environ, where HARNESS_SECRET would otherwise be readable."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_DUMPABLE, 0)
+    except (OSError, AttributeError):
+        return
+
+
+_PR_SET_DUMPABLE = 4
+
+
 def load_secret(env: Mapping[str, str], repo_root: Path | None = None) -> Secret:
-    """HARNESS_SECRET, else HARNESS_SECRET_FILE, else the default file. Refuses short ones."""
+    """HARNESS_SECRET, else HARNESS_SECRET_FILE, else the default file. Refuses short ones.
+
+    Whoever holds the secret is made undumpable first (see make_undumpable)."""
+    make_undumpable()
     if env.get(ENV_SECRET):
         secret = Secret(env[ENV_SECRET].strip().encode("utf-8"), ENV_SECRET)
     elif env.get(ENV_SECRET_FILE):

@@ -14,6 +14,7 @@ from harness.control import open_control
 from harness.controller import Recorder, SystemClock
 from harness.errors import Busy, InvalidInput
 from harness.gitrepo import Repo
+from harness.goal import check_goal_id
 from harness.hydrate import GoalPaths, committed_view, load
 from harness.lock import GoalLock
 from harness.secret import load_secret
@@ -40,6 +41,7 @@ def _taken_over(lock: GoalLock) -> Iterator[None]:
 
 
 def cancel(cwd: Path, goal_id: str, env: Mapping[str, str], out: TextIO) -> int:
+    check_goal_id(goal_id, "goal id")
     repo = Repo.discover(cwd)
     secret = load_secret(env, repo.root)
     control = open_control(repo)

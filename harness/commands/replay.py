@@ -10,6 +10,7 @@ from harness.control import open_control
 from harness.errors import InvalidInput
 from harness.fsutil import atomic_write
 from harness.gitrepo import Repo
+from harness.goal import check_goal_id
 from harness.ledger import Ledger
 from harness.render import replay_chunks
 from harness.secret import load_secret
@@ -23,6 +24,7 @@ def replay(
 ) -> int:
     if fmt not in FORMATS:
         raise InvalidInput(f"--format: {fmt!r} (expected one of {', '.join(FORMATS)})")
+    check_goal_id(goal_id, "goal id")
     repo = Repo.discover(cwd)
     secret = load_secret(env, repo.root)
     control = open_control(repo)

@@ -22,7 +22,7 @@ from harness.controller import (
 from harness.decisions import find_decision
 from harness.errors import Busy, HarnessError, InvalidInput, TrustFailure
 from harness.gitrepo import Repo
-from harness.goal import Goal
+from harness.goal import Goal, check_goal_id
 from harness.hydrate import GoalPaths, committed_view, load
 from harness.lock import GoalLock
 from harness.remote import Remote, runner_id
@@ -46,6 +46,8 @@ def run(
         raise InvalidInput(f"--max-steps: {max_steps} (expected a whole number ≥ 1)")
     if jobs < 1:
         raise InvalidInput(f"--jobs: {jobs} (expected a whole number ≥ 1)")
+    for goal_id in goal_ids:
+        check_goal_id(goal_id, "goal id")  # before any lock file or worktree path is made
     repo = Repo.discover(cwd)
     secret = load_secret(env, repo.root)
     control = open_control(repo)
@@ -180,6 +182,7 @@ def advance_goal(
     """
     control = ctx.control
     goal = control.goal(goal_id, control.principals())
+    lessons = control.lessons()
     verdict = _verdict(control, goal)
     # A run that died here may have left its step's processes and git's index.lock behind.
     ChildRecord(repo.harness_dir() / "locks", goal_id).end_leftover()
@@ -197,7 +200,7 @@ def advance_goal(
     cell = loaded.cell
     if cell.status in TERMINAL:
         return cell
-    runner = GoalRunner(ctx, goal, verdict, wt, paths, loaded)
+    runner = GoalRunner(ctx, goal, verdict, wt, paths, loaded, lessons)
     records = (*control.approvals(goal_id), *extra)
     started = cell.goal_sha256 is not None
     owners_moved = started and cell.owners_sha256 != control.owners_sha256

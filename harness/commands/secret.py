@@ -25,7 +25,7 @@ def secret_new(
         root: Path | None = Repo.discover(cwd).root
     except InvalidInput:
         root = None
-    target = (file or default_secret_file(env)).expanduser()
+    target = (file or default_secret_file(env)).expanduser().absolute()
     write_secret_file(target, root)
     out.write(f"wrote a new secret to {target} (mode 0600)\n")
     if file is not None:

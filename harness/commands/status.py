@@ -10,6 +10,7 @@ from typing import Any, TextIO
 from harness.cell import Cell, parse_cell
 from harness.control import Control, open_control
 from harness.gitrepo import Repo, branch_heads, read_blobs
+from harness.goal import check_goal_id
 from harness.lock import GoalLock
 from harness.secret import load_secret
 
@@ -21,6 +22,8 @@ BUDGET_KEYS = ("iterations", "seconds", "cost_usd", "turns", "passes")
 def status(
     cwd: Path, goal_ids: list[str], as_json: bool, check: bool, env: Mapping[str, str], out: TextIO
 ) -> int:
+    for goal_id in goal_ids:
+        check_goal_id(goal_id, "goal id")
     repo = Repo.discover(cwd)
     secret = load_secret(env, repo.root)
     control = open_control(repo)

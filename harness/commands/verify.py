@@ -11,6 +11,7 @@ from harness.approval import find_run_approval
 from harness.control import Control, open_control
 from harness.errors import HarnessError
 from harness.gitrepo import Repo, branch_heads
+from harness.goal import check_goal_id
 from harness.hydrate import load
 from harness.ledger import LedgerBroken
 from harness.secret import Secret, load_secret
@@ -20,6 +21,8 @@ from harness.workspace import locate
 def verify(
     cwd: Path, goal_ids: list[str], env: Mapping[str, str], out: TextIO, as_json: bool = False
 ) -> int:
+    for goal_id in goal_ids:
+        check_goal_id(goal_id, "goal id")
     repo = Repo.discover(cwd)
     secret = load_secret(env, repo.root)
     control = open_control(repo)
