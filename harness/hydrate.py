@@ -58,8 +58,9 @@ class Committed:
     previous: bytes | None = None  # the cell as the commit before its last change held it
 
 
-def committed_view(paths: GoalPaths, ref: str = "HEAD") -> Committed | None:
-    """None when `root` is not a git checkout with a commit."""
+def committed_view(paths: GoalPaths, ref: str = "HEAD", history: bool = True) -> Committed | None:
+    """None when `root` is not a git checkout with a commit. `history`: also read the cell's
+    previous committed version (a goal branch only ever moves forward)."""
     listing = run_git(["ls-tree", "-l", "-r", ref, "--", f"{paths.rel}/"], paths.root, check=False)
     if listing.returncode != 0:
         return None
@@ -72,7 +73,7 @@ def committed_view(paths: GoalPaths, ref: str = "HEAD") -> Committed | None:
             cell = run_git(["cat-file", "blob", obj], paths.root).stdout
         elif name.startswith(f"{paths.rel}/events/") and kind == "blob":
             sizes[name.rsplit("/", 1)[1]] = int(size)
-    return Committed(cell, sizes, _previous_cell(paths, ref))
+    return Committed(cell, sizes, _previous_cell(paths, ref) if history else None)
 
 
 def _previous_cell(paths: GoalPaths, ref: str) -> bytes | None:

@@ -74,7 +74,9 @@ def locate(repo: Repo, control: Control, goal_id: str) -> Iterator[Located]:
         return
     paths = GoalPaths(repo.root, goal_id)
     if paths.folder.is_dir():
-        yield Located(paths, committed_view(paths), "checkout")
+        # A copied record (this project's example run), not a goal branch: regenerating it
+        # is a new history, so only its current commit is checked.
+        yield Located(paths, committed_view(paths, history=False), "checkout")
         return
     raise InvalidInput(
         f"goal {goal_id}: no record yet (no worktree, no branch {branch}, no ledger/{goal_id})"
