@@ -21,19 +21,12 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
+from harness.config import DESTRUCTIVE_CLASSES
+
 if TYPE_CHECKING:  # keeps importing this module cheap: config pulls in YAML and schemas
     from harness.config import DestructiveRule
 
-CLASSES = (
-    "schema_change",
-    "data_deletion",
-    "secret_rotation",
-    "auth",
-    "payments",
-    "production_deploy",
-    "branch_protection",
-    "external_accounts",
-)
+CLASSES = DESTRUCTIVE_CLASSES  # the contract's eight, in its order
 
 # Large removals (data_deletion). Lock files and generated files do not count: a
 # regenerated lock file routinely removes thousands of lines and deletes nothing.

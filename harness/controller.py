@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 import signal
 import tempfile
 import threading
@@ -41,7 +42,7 @@ from harness.gitrepo import Worktree
 from harness.goal import Goal
 from harness.hydrate import GoalPaths, Loaded
 from harness.judge import first_failing_test
-from harness.ledger import MAX_DATA_BYTES, Position
+from harness.ledger import Position
 from harness.lessons import Lesson, prompt_section, select
 from harness.remote import LEASE_GRACE_S, Remote
 from harness.render import text_line
@@ -71,6 +72,37 @@ def interruptible() -> Iterator[None]:
     finally:
         for sig, old in previous.items():
             signal.signal(sig, old)
+
+
+@dataclass(frozen=True)
+class Ran:
+    """One step's run, as the finish_<step> methods see it."""
+
+    step: str
+    iteration: int
+    cid: str
+    started: str  # the commit holding step.started
+    before: str | None  # the work tree id before a read-only step
+    result: StepResult
+    report: Usage | None  # what the step wrote to HARNESS_REPORT_FILE
+
+    @property
+    def passed(self) -> bool:
+        return self.result.exit_code == 0 and not self.result.timed_out
+
+    @property
+    def verdict(self) -> str:
+        return "pass" if self.passed else "fail"
+
+    def data(self) -> dict[str, Any]:
+        result = self.result
+        return {
+            "call_id": self.cid,
+            "exit_code": result.exit_code,
+            "timed_out": result.timed_out,
+            "duration_s": round(result.duration_s, 3),
+            "output_tail": fit_text(result.output_tail),
+        }
 
 
 class Progress:
@@ -573,27 +605,28 @@ class GoalRunner(Recorder):
         failpoints.hit(f"in_{step}")
         guard = GitConfigGuard(self.wt.guarded_files())
         try:
-            result = self.execute(step, iteration, cid)
+            result, report = self.execute(step, iteration, cid)
         except Interrupted as stop:
             # The step's group is already ended (steps.run_step); the step stays in flight,
             # so the next run handles it as cut off (a ship step: outcome unknown).
             self.emit("step.interrupted", step, iteration, {"call_id": cid, "signal": stop.name})
             self.checkpoint(f"{step} {iteration} interrupted by {stop.name}")
             raise
+        ran = Ran(step, iteration, cid, started, before, result, report)
         touched = guard.changed()
         if touched:
             # Before any git call: a changed config could make git run the agent's commands.
             guard.restore()
-            data = self.base_data(cid, result[0]) | {"result": "tamper", "touched": touched}
-            self.emit("step.finished", step, iteration, data)
+            tamper = ran.data() | {"result": "tamper", "touched": touched}
+            self.emit("step.finished", step, iteration, tamper)
             self.gate(
                 "needs_attention", "tamper", "changed git configuration: " + ", ".join(touched)
             )
             return
-        finish = getattr(self, f"finish_{step}")
-        finish(step, iteration, cid, started, before, result)
+        getattr(self, f"finish_{step}")(ran)
 
-    def execute(self, step: str, iteration: int, cid: str) -> tuple[StepResult, Path]:
+    def execute(self, step: str, iteration: int, cid: str) -> tuple[StepResult, Usage | None]:
+        """Run the step's command; its result and what it wrote to HARNESS_REPORT_FILE."""
         spec = getattr(self.goal, step)
         scratch = Path(tempfile.mkdtemp(prefix=f"harness-{self.goal.id}-"))
         prompt = build_prompt(self.goal, self.cell, self.given)
@@ -619,17 +652,13 @@ class GoalRunner(Recorder):
 
         try:
             result = run_step(
-                spec.run,
-                self.wt.path,
-                env,
-                prompt.encode(),
-                spec.timeout_s,
-                on_start=started,
+                spec.run, self.wt.path, env, prompt.encode(), spec.timeout_s, on_start=started
             )
+            return result, read_report_file(scratch / "report.json")
         finally:
             progress.stop()
             children.clear()
-        return result, scratch
+            shutil.rmtree(scratch, ignore_errors=True)
 
     def progress_text(self, step: str, iteration: int) -> Callable[[float], str]:
         used, limit = self.cell.used, self.cell.limit
@@ -644,37 +673,15 @@ class GoalRunner(Recorder):
 
         return text
 
-    def base_data(self, cid: str, result: StepResult) -> dict[str, Any]:
-        return {
-            "call_id": cid,
-            "exit_code": result.exit_code,
-            "timed_out": result.timed_out,
-            "duration_s": round(result.duration_s, 3),
-            "output_tail": fit_text(result.output_tail),
-        }
+    def finish(self, ran: Ran, data: dict[str, Any]) -> None:
+        self.emit("step.finished", ran.step, ran.iteration, data)
+        self.checkpoint(f"{ran.step} {ran.iteration} finished")
 
-    def finish(self, step: str, iteration: int, data: dict[str, Any]) -> None:
-        self.emit("step.finished", step, iteration, data)
-        self.checkpoint(f"{step} {iteration} finished")
-
-    def finish_build(
-        self,
-        step: str,
-        iteration: int,
-        cid: str,
-        started: str,
-        _: str | None,
-        outcome: tuple[StepResult, Path],
-    ) -> None:
-        result, scratch = outcome
-        usage = combine(
-            read_report_file(scratch / "report.json"),
-            parse_output(self.goal.build.format, result.stdout_tail),
-        )
-        _cleanup(scratch)
-        changed = self.changed_since(started)
+    def finish_build(self, ran: Ran) -> None:
+        usage = combine(ran.report, parse_output(self.goal.build.format, ran.result.stdout_tail))
+        changed = self.changed_since(ran.started)
         data = (
-            self.base_data(cid, result)
+            ran.data()
             | spend_data(self.cell, usage)
             | {
                 "summary": fit_text(usage.summary, 4000),
@@ -683,9 +690,10 @@ class GoalRunner(Recorder):
                 "tree": self.wt.work_tree_id(),
             }
         )
-        if self.tampered(started, changed, exclude_own=False, finished=(step, iteration, data)):
+        finished = (ran.step, ran.iteration, data)
+        if self.tampered(ran.started, changed, exclude_own=False, finished=finished):
             return
-        self.finish(step, iteration, data | self.destructive_data(started))
+        self.finish(ran, data | self.destructive_data(ran.started))
 
     def destructive_data(self, base: str) -> dict[str, Any]:
         """What in this build's change falls in a destructive class (parks until unparked)."""
@@ -702,109 +710,46 @@ class GoalRunner(Recorder):
             "destructive": [fit_text(h.describe(), 300) for h in hits[: MAX_LISTED_PATHS // 4]],
         }
 
-    def finish_judge(
-        self,
-        step: str,
-        iteration: int,
-        cid: str,
-        started: str,
-        before: str | None,
-        outcome: tuple[StepResult, Path],
-    ) -> None:
-        result, scratch = outcome
-        _cleanup(scratch)
-        junit = self.wt.path / self.goal.judge.junit if self.goal.judge.junit else None
-        passed = result.exit_code == 0 and not result.timed_out
-        failing = None if passed else first_failing_test(result.output_tail, junit)
-        if junit is not None and self.goal.judge.junit:
-            self.drop_untracked(self.goal.judge.junit)
-        data = self.base_data(cid, result) | {
-            "result": "pass" if passed else "fail",
-            "failing_test": failing,
-        }
-        self.finish_read_only(step, iteration, before, data)
+    def finish_judge(self, ran: Ran) -> None:
+        junit = self.goal.judge.junit
+        failing = None
+        if not ran.passed:
+            junit_path = self.wt.path / junit if junit else None
+            failing = first_failing_test(ran.result.output_tail, junit_path)
+        if junit:
+            self.drop_untracked(junit)
+        self.finish_read_only(ran, {"result": ran.verdict, "failing_test": failing})
 
-    def finish_review(
-        self,
-        step: str,
-        iteration: int,
-        cid: str,
-        started: str,
-        before: str | None,
-        outcome: tuple[StepResult, Path],
-    ) -> None:
-        result, scratch = outcome
-        _cleanup(scratch)
-        passed = result.exit_code == 0 and not result.timed_out
-        data = self.base_data(cid, result) | {
-            "result": "pass" if passed else "fail",
-            "stdout_tail": fit_text(result.stdout_tail),
-        }
-        self.finish_read_only(step, iteration, before, data)
+    def finish_review(self, ran: Ran) -> None:
+        stdout = fit_text(ran.result.stdout_tail)
+        self.finish_read_only(ran, {"result": ran.verdict, "stdout_tail": stdout})
 
-    def finish_plan(
-        self,
-        step: str,
-        iteration: int,
-        cid: str,
-        started: str,
-        before: str | None,
-        outcome: tuple[StepResult, Path],
-    ) -> None:
-        result, scratch = outcome
-        _cleanup(scratch)
-        data = self.base_data(cid, result) | {
-            "result": "pass" if result.exit_code == 0 else "fail",
-            "stdout_tail": fit_text(result.stdout_tail),
-        }
-        self.finish_read_only(step, iteration, before, data)
+    def finish_plan(self, ran: Ran) -> None:
+        self.finish_review(ran)  # the same record: its stdout goes into the first prompt
 
-    def finish_ship(
-        self,
-        step: str,
-        iteration: int,
-        cid: str,
-        started: str,
-        _: str | None,
-        outcome: tuple[StepResult, Path],
-    ) -> None:
-        result, scratch = outcome
-        _cleanup(scratch)
-        shipped = result.exit_code == 0 and not result.timed_out
-        data = self.base_data(cid, result) | {"result": "pass" if shipped else "fail"}
-        self.emit("step.finished", step, iteration, data)
-        if shipped:
-            self.emit(
-                "goal.completed", None, iteration, {"commit": self.wt.head(), "detail": "shipped"}
-            )
+    def finish_ship(self, ran: Ran) -> None:
+        self.emit("step.finished", ran.step, ran.iteration, ran.data() | {"result": ran.verdict})
+        if ran.passed:
+            data = {"commit": self.wt.head(), "detail": "shipped"}
+            self.emit("goal.completed", None, ran.iteration, data)
         else:
-            self.emit(
-                "goal.failed",
-                None,
-                iteration,
-                {"detail": f"the ship step exited {result.exit_code}"},
-            )
+            detail = f"the ship step exited {ran.result.exit_code}"
+            self.emit("goal.failed", None, ran.iteration, {"detail": detail})
         self.checkpoint("ship finished")
 
-    def finish_read_only(
-        self, step: str, iteration: int, before: str | None, data: dict[str, Any]
-    ) -> None:
+    def finish_read_only(self, ran: Ran, extra: dict[str, Any]) -> None:
         after = self.wt.work_tree_id()
-        data["tree"] = after
-        if after == before:
-            self.finish(step, iteration, data)
+        data = ran.data() | extra | {"tree": after}
+        if after == ran.before:
+            self.finish(ran, data)
             return
-        changed = self.wt.git("diff", "--name-only", before or "", after).splitlines()
-        self.emit(
-            "step.finished",
-            step,
-            iteration,
-            data | {"result": "violation", "changed": changed[:MAX_LISTED_PATHS]},
-        )
+        changed = self.wt.git("diff", "--name-only", ran.before or "", after).splitlines()
+        violation = data | {"result": "violation", "changed": changed[:MAX_LISTED_PATHS]}
+        self.emit("step.finished", ran.step, ran.iteration, violation)
         self.gate(
             "needs_attention",
             "read_only_violation",
-            f"the {step} step is read-only but changed: {', '.join(changed[:20])}",
+            f"the {ran.step} step is read-only but changed: {', '.join(changed[:20])}",
         )
 
     def drop_untracked(self, rel: str) -> None:
@@ -874,13 +819,3 @@ class GoalRunner(Recorder):
         detail = ("history rewritten; " if rewritten else "") + "touched " + ", ".join(hits[:20])
         self.gate("needs_attention", "tamper", detail)
         return True
-
-
-def _cleanup(scratch: Path) -> None:
-    import shutil
-
-    shutil.rmtree(scratch, ignore_errors=True)
-
-
-def data_fits(data: Mapping[str, Any]) -> bool:
-    return len(json.dumps(data).encode()) <= MAX_DATA_BYTES

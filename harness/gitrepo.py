@@ -17,7 +17,7 @@ from pathlib import Path
 from harness.errors import HarnessError, InvalidInput
 
 # Variables that would point git at another repository, index or object store.
-_GIT_LOCATING = (
+GIT_LOCATING = (
     "GIT_DIR",
     "GIT_WORK_TREE",
     "GIT_INDEX_FILE",
@@ -41,7 +41,7 @@ class GitError(HarnessError):
 
 def git_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
     env = dict(os.environ if base is None else base)
-    for name in (*_GIT_LOCATING, *_NEVER_TO_GIT):
+    for name in (*GIT_LOCATING, *_NEVER_TO_GIT):
         env.pop(name, None)
     env["GIT_TERMINAL_PROMPT"] = "0"
     env["LC_ALL"] = "C"

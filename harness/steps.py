@@ -33,6 +33,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
+from harness.gitrepo import GIT_LOCATING
+
 ALWAYS_SCRUBBED = (
     "HARNESS_SECRET",
     "HARNESS_SECRET_FILE",
@@ -41,14 +43,7 @@ ALWAYS_SCRUBBED = (
     "GPG_AGENT_INFO",
 )
 # A child that inherits these would read or write another repository than its cwd's.
-GIT_LOCATION_VARS = (
-    "GIT_DIR",
-    "GIT_WORK_TREE",
-    "GIT_INDEX_FILE",
-    "GIT_OBJECT_DIRECTORY",
-    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
-    "GIT_COMMON_DIR",
-)
+GIT_LOCATION_VARS = GIT_LOCATING
 GRACE_S = 2.0
 HAVE_WAITID = hasattr(os, "waitid")
 _CHUNK = 65_536
