@@ -76,6 +76,39 @@ def test_decision_for_an_earlier_state_is_not_honoured(parked, managed):
     assert parked.count("ship") == [] and parked.status()["gate"] == "ship"
 
 
+def _keygen_verifies(repo, tmp_path, record):
+    statement, _, armor = record.partition("-----BEGIN SSH SIGNATURE-----")
+    (tmp_path / "sig").write_text("-----BEGIN SSH SIGNATURE-----" + armor)
+    proc = subprocess.run(
+        [
+            "ssh-keygen",
+            "-Y",
+            "verify",
+            "-f",
+            str(repo.root / ".harness" / "owners"),
+            "-I",
+            OWNER,
+            "-n",
+            "harness",
+            "-s",
+            str(tmp_path / "sig"),
+        ],
+        input=statement.encode(),
+        capture_output=True,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return statement
+
+
+def test_unpark_decisions_verify_with_ssh_keygen(managed, tmp_path):
+    repo = managed(mode="nothing")
+    repo.harness("run", check=0)
+    env = {k: v for k, v in repo.env.items() if k != "HARNESS_SECRET"}
+    repo.harness("unpark", "g1", "--key", str(repo.key.private), env=env, check=0)
+    statement = _keygen_verifies(repo, tmp_path, _approval_records(repo)[-1])
+    assert "decision unpark no_progress\ncommit " in statement
+
+
 def test_ship_decision_verifies_with_ssh_keygen(parked, tmp_path):
     env = {k: v for k, v in parked.env.items() if k != "HARNESS_SECRET"}
     parked.harness("ship", "g1", "--key", str(parked.key.private), env=env, check=0)
