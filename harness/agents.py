@@ -29,6 +29,7 @@ class Usage:
     summary: str | None  # at most MAX_SUMMARY_CHARS
     error: str | None  # why something is missing or the agent reported failure
     session: str | None = None  # the agent's session id, when it reports one
+    tokens: tuple[int, int, int] | None = None  # input, cached input, output (codex-jsonl)
 
 
 NOTHING = Usage(None, None, None, None)
@@ -73,6 +74,7 @@ def combine(report: Usage | None, parsed: Usage) -> Usage:
         summary=report.summary if report.summary is not None else parsed.summary,
         error=_bounded("; ".join(errors)) if errors else None,
         session=parsed.session,
+        tokens=parsed.tokens,
     )
 
 
@@ -174,6 +176,7 @@ def _claude_error(result: dict[str, Any]) -> str | None:
 
 def _codex_usage(stdout: str) -> Usage:
     turns, summary, seen, session = 0, None, False, None
+    tokens = [0, 0, 0]
     errors: list[str] = []
     for event in _json_lines(stdout):
         if not isinstance(event, dict):
@@ -184,6 +187,7 @@ def _codex_usage(stdout: str) -> Usage:
             session = _session(event.get("thread_id"))
         elif kind == "turn.completed":
             turns += 1
+            _add_tokens(tokens, event.get("usage"))
         elif kind in ("turn.failed", "error"):
             errors.append(_codex_error(event))
         elif kind == "item.completed":
@@ -191,7 +195,15 @@ def _codex_usage(stdout: str) -> Usage:
     if not seen:
         return Usage(None, None, None, "codex-jsonl: no JSON events in the output")
     error = _bounded("; ".join(errors)) if errors else None
-    return Usage(None, turns, summary, error, session)
+    return Usage(None, turns, summary, error, session, (tokens[0], tokens[1], tokens[2]))
+
+
+def _add_tokens(tokens: list[int], usage: Any) -> None:
+    if not isinstance(usage, dict):
+        return
+    for index, key in enumerate(("input_tokens", "cached_input_tokens", "output_tokens")):
+        count = _count(usage.get(key))
+        tokens[index] += count or 0
 
 
 def _codex_error(event: dict[str, Any]) -> str:

@@ -61,6 +61,26 @@ class Config:
     defaults: Defaults
     scrub_env: tuple[str, ...]
     destructive: tuple[DestructiveRule, ...]
+    prices: Prices | None = None
+
+
+@dataclass(frozen=True)
+class Prices:
+    """USD per million tokens, for agents that report tokens but no cost (codex-jsonl)."""
+
+    input_usd_per_million: float = 0.0
+    cached_input_usd_per_million: float = 0.0
+    output_usd_per_million: float = 0.0
+
+    def cost(self, input_tokens: int, cached_input_tokens: int, output_tokens: int) -> float:
+        # Cached input tokens are part of input tokens in codex's usage; priced apart here.
+        fresh = max(0, input_tokens - cached_input_tokens)
+        total = (
+            fresh * self.input_usd_per_million
+            + cached_input_tokens * self.cached_input_usd_per_million
+            + output_tokens * self.output_usd_per_million
+        )
+        return total / 1_000_000
 
 
 DEFAULT_DEFAULTS = Defaults(
@@ -103,6 +123,9 @@ def _config_from(raw: Mapping[str, Any], source: str) -> Config:
             _rule(rule, source, f"destructive[{index}]")
             for index, rule in enumerate(raw.get("destructive", []))
         ),
+        prices=Prices(**{k: float(v) for k, v in raw["prices"].items()})
+        if "prices" in raw
+        else None,
     )
 
 

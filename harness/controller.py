@@ -17,7 +17,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Protocol, TextIO
@@ -679,6 +679,9 @@ class GoalRunner(Recorder):
 
     def finish_build(self, ran: Ran) -> None:
         usage = combine(ran.report, parse_output(self.goal.build.format, ran.result.stdout_tail))
+        prices = self.ctx.control.config.prices
+        if usage.cost_usd is None and usage.tokens is not None and prices is not None:
+            usage = replace(usage, cost_usd=prices.cost(*usage.tokens))
         changed = self.changed_since(ran.started)
         data = (
             ran.data()

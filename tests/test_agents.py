@@ -245,7 +245,8 @@ def test_report_written_by_a_real_agent_process(tmp_path: Path) -> None:
     ],
 )
 def test_recorded_outputs(fmt: str, name: str, expected: Usage) -> None:
-    assert dataclasses.replace(parse_output(fmt, _data(name)), session=None) == expected
+    parsed = parse_output(fmt, _data(name))
+    assert dataclasses.replace(parsed, session=None, tokens=None) == expected
 
 
 @pytest.mark.parametrize(
@@ -313,7 +314,16 @@ CODEX_NONE = Usage(None, None, None, "codex-jsonl: no JSON events in the output"
     ],
 )
 def test_malformed_outputs(fmt: str, stdout: str, expected: Usage) -> None:
-    assert parse_output(fmt, stdout) == expected
+    assert dataclasses.replace(parse_output(fmt, stdout), tokens=None) == expected
+
+
+def test_codex_token_usage_is_summed_for_pricing() -> None:
+    # A price per million tokens in the config turns these into cost (controller.finish_build).
+    assert parse_output("codex-jsonl", _data("agent_codex_success.jsonl")).tokens == (
+        54875,
+        54400,
+        432,
+    )
 
 
 def test_unknown_format_is_a_bug() -> None:

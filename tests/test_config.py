@@ -190,7 +190,7 @@ ERROR_CASES: list[tuple[dict[str, Any], str]] = [
     (
         {"foo": 1},
         "unknown key 'foo' (expected one of version, control_ref, branch_prefix, defaults, "
-        "scrub_env, destructive)",
+        "scrub_env, destructive, prices)",
     ),
     ({"defaults": {"retries": 1}}, "defaults: unknown key 'retries' (expected one of budget,"),
     (

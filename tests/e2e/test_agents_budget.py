@@ -41,3 +41,30 @@ def test_claude_json_totals_become_increases(managed, plan, expected_cost, expec
     used = repo.status()["budget_used"]
     assert used["cost_usd"] == pytest.approx(expected_cost)
     assert used["turns"] == expected_turns
+
+
+FAKE_CODEX = r"""
+import json, os, sys
+from pathlib import Path
+sys.stdin.read()
+Path("value.txt").write_text("right\n")
+for event in (
+    {"type": "thread.started", "thread_id": "t-" + os.environ["HARNESS_ITERATION"]},
+    {"type": "turn.completed", "usage": {"input_tokens": 2000000, "cached_input_tokens": 1000000,
+                                          "output_tokens": 500000}},
+):
+    print(json.dumps(event))
+"""
+
+
+def test_codex_tokens_are_priced_from_the_config(managed):
+    goal = base_goal() | {
+        "build": {"run": [sys.executable, "fake_codex.py"], "format": "codex-jsonl"}
+    }
+    config = "version: 1\nprices:\n  input_usd_per_million: 1.0\n  cached_input_usd_per_million: 0.5\n  output_usd_per_million: 4.0\n"
+    repo = managed(goal=goal, files={"fake_codex.py": FAKE_CODEX, ".harness/config.yaml": config})
+    repo.harness("run", check=0)
+    used = repo.status()["budget_used"]
+    # 1M fresh input at $1 + 1M cached at $0.50 + 0.5M output at $4 = $3.50, one turn
+    assert used["cost_usd"] == pytest.approx(3.5)
+    assert used["turns"] == 1
