@@ -158,6 +158,7 @@ def load(
     committed: Committed | None,
     *,
     repair: bool,
+    report: bool = True,
     on_record: Callable[[Record], None] | None = None,
 ) -> Loaded:
     source = f"{paths.rel}/state.json"
@@ -165,11 +166,12 @@ def load(
     ledger = Ledger(paths.events, paths.goal_id, key)
     earlier = _earlier_position(paths, key, committed, source)
     scan = _Scan(paths, committed, working.position if working else START, earlier)
-    report = MarkdownReport(paths.goal_id)
+    rendered = MarkdownReport(paths.goal_id)
     count = 0
     for record in ledger.records():
         scan.add(record)
-        report.add(record.event)
+        if report:  # only a run writes report.md; verify needs no rendering
+            rendered.add(record.event)
         count += 1
         if on_record is not None:
             on_record(record)
@@ -188,7 +190,7 @@ def load(
             raise TrustFailure(f"{torn.path}: a committed line is damaged")
         ledger.cut_torn_tail()
     behind = ledger.head.seq - (working.position.seq if working else 0)
-    return Loaded(scan.fold, ledger, report, torn, behind, count)
+    return Loaded(scan.fold, ledger, rendered, torn, behind, count)
 
 
 def _earlier_position(

@@ -17,7 +17,9 @@ _CONTROL = {i: f"\\x{i:02x}" for i in range(32)} | {10: "\\n", 9: "\\t", 13: "\\
 
 def _clean(text: object) -> str:
     """One line, no control characters: agent output can never forge a second line."""
-    return str(text).translate(_CONTROL)
+    shown = str(text)
+    # Every character _CONTROL maps is non-printable, so printable text needs no translate.
+    return shown if shown.isprintable() else shown.translate(_CONTROL)
 
 
 def _money(value: float) -> str:

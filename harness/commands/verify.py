@@ -56,7 +56,8 @@ def _result(repo: Repo, control: Control, secret: Secret, goal_id: str) -> dict[
 
 def _verify_one(repo: Repo, control: Control, secret: Secret, goal_id: str) -> dict[str, Any]:
     with locate(repo, control, goal_id) as found:
-        loaded = load(found.paths, secret.goal_key(goal_id), found.committed, repair=False)
+        key = secret.goal_key(goal_id)
+        loaded = load(found.paths, key, found.committed, repair=False, report=False)
         segments = len(loaded.ledger.segments())
     cell = loaded.cell
     if cell.goal_sha256 is not None:
