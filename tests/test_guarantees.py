@@ -31,7 +31,7 @@ def test_g1_resume_after_kill(managed):
     proc.wait()
     hang.unlink()
     assert repo.status()["status"] == "paused" and repo.status()["iteration"] == 1
-    repo.harness("run", check=0)
+    assert " g1 #3 resumed" in repo.harness("run", check=0).stdout
     assert repo.count("build") == ["1", "1", "2"]  # the cut-off build ran again, then the repair
     assert repo.count("judge") == ["1", "2"]
     assert repo.status()["gate"] == "ship"

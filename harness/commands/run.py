@@ -223,6 +223,9 @@ def advance_goal(
             return runner.cell
         control.run_approval(goal)  # raises the precise refusal
     runner.start_or_revise(control.owners_sha256)
+    if cell.status == "running" and runner.cell.status == "running":
+        # It was left running by a process that is gone (a crash, a signal, --max-steps).
+        runner.emit("goal.resumed", None, cell.iteration, {"runner": ctx.runner})
     if runner.cell.status in WAITING:
         source = f"goals/{goal_id}.approval"
         decision = find_decision(records, control.owners(), goal_id, runner.cell, source)
