@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sys
 from collections.abc import Mapping, Sequence
@@ -9,7 +10,7 @@ from pathlib import Path
 from typing import IO, Any, TextIO
 
 from harness.approval import SignedRecord, Verdict, verify_record
-from harness.cell import TERMINAL, WAITING, Cell
+from harness.cell import TERMINAL, WAITING, Cell, parse_cell
 from harness.control import Control, open_control
 from harness.controller import (
     ChildRecord,
@@ -19,7 +20,7 @@ from harness.controller import (
     SystemClock,
     interruptible,
 )
-from harness.decisions import find_decision
+from harness.decisions import bound_to, find_decision
 from harness.errors import Busy, HarnessError, InvalidInput, TrustFailure
 from harness.gitrepo import Repo
 from harness.goal import Goal, check_goal_id
@@ -181,6 +182,9 @@ def advance_goal(
     once); they are checked exactly like the committed ones.
     """
     control = ctx.control
+    resting = None if extra else _resting(repo, ctx, goal_id)
+    if resting is not None:
+        return resting
     goal = control.goal(goal_id, control.principals())
     lessons = control.lessons()
     verdict = _verdict(control, goal)
@@ -233,6 +237,32 @@ def advance_goal(
             return runner.cell
         runner.cross_gate(decision)
     return runner.advance()
+
+
+def _resting(repo: Repo, ctx: RunContext, goal_id: str) -> Cell | None:
+    """The goal's cell when this run has nothing to do for it, read without loading it.
+
+    A finished goal, or one waiting at a gate whose goal file and owners are unchanged and
+    for which no decision names its exact state, needs no ledger scan, no goal parsing and
+    no git call. Anything else (or a cell that does not verify) takes the full path, which
+    checks everything and refuses what it must.
+    """
+    path = repo.worktree_path(goal_id) / "ledger" / goal_id / "state.json"
+    try:
+        cell = parse_cell(path.read_bytes(), str(path), goal_id, ctx.secret.goal_key(goal_id))
+    except (OSError, TrustFailure):
+        return None
+    if cell.status in TERMINAL:
+        return cell
+    control = ctx.control
+    if cell.status not in WAITING or ctx.remote is not None:
+        return None
+    unchanged = hashlib.sha256(control.goal_bytes(goal_id)).hexdigest() == cell.goal_sha256
+    if not unchanged or control.owners_sha256 != cell.owners_sha256:
+        return None
+    if any(bound_to(record, goal_id, cell) for record in control.approvals(goal_id)):
+        return None
+    return cell
 
 
 def _gate_unless_waiting(runner: GoalRunner, reason: str, detail: str) -> None:

@@ -260,7 +260,9 @@ def test_destructive_migration_parks_and_only_an_owner_unparks(managed, tmp_path
     repo.harness("unpark", "g1", "--key", str(stranger.private), check=3)
     assert repo.status()["gate"] == row["gate"]
     repo.harness("unpark", "g1", "--key", str(repo.key.private), check=0)
-    while repo.status()["status"] == "parked_at_eyes":
+    for _ in range(3):  # one signed unpark per destructive class the build hit
+        if repo.status()["status"] != "parked_at_eyes":
+            break
         repo.harness("unpark", "g1", "--key", str(repo.key.private), check=0)
     assert repo.status()["status"] == "completed"
     assert repo.count("judge") == ["1"]
