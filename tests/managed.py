@@ -221,3 +221,17 @@ class ManagedRepo:
         )
         git(self.root, "add", "-A")
         git(self.root, "commit", "-q", "-m", "edit goal")
+
+
+def keygen_verifies(repo: ManagedRepo, record: str, folder: Path) -> str:
+    """Check one approval record with plain `ssh-keygen -Y verify`; returns its statement."""
+    statement, _, armor = record.partition("-----BEGIN SSH SIGNATURE-----")
+    signature = folder / "record.sig"
+    signature.write_text("-----BEGIN SSH SIGNATURE-----" + armor)
+    owners = str(repo.root / ".harness" / "owners")
+    argv = ["ssh-keygen", "-Y", "verify", "-f", owners, "-I", OWNER, "-n", "harness"]
+    proc = subprocess.run(
+        [*argv, "-s", str(signature)], input=statement.encode(), capture_output=True
+    )
+    assert proc.returncode == 0, proc.stderr
+    return statement

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 
 import pytest
 
-from tests.managed import OWNER, base_goal, git, make_key
+from tests.managed import base_goal, git, keygen_verifies, make_key
 
 SHIP = {"run": ["sh", "-c", 'echo shipped >> "$TEST_COUNTER_DIR/ship.log"; touch SHIPPED']}
 
@@ -76,64 +75,20 @@ def test_decision_for_an_earlier_state_is_not_honoured(parked, managed):
     assert parked.count("ship") == [] and parked.status()["gate"] == "ship"
 
 
-def _keygen_verifies(repo, tmp_path, record):
-    statement, _, armor = record.partition("-----BEGIN SSH SIGNATURE-----")
-    (tmp_path / "sig").write_text("-----BEGIN SSH SIGNATURE-----" + armor)
-    proc = subprocess.run(
-        [
-            "ssh-keygen",
-            "-Y",
-            "verify",
-            "-f",
-            str(repo.root / ".harness" / "owners"),
-            "-I",
-            OWNER,
-            "-n",
-            "harness",
-            "-s",
-            str(tmp_path / "sig"),
-        ],
-        input=statement.encode(),
-        capture_output=True,
-    )
-    assert proc.returncode == 0, proc.stderr
-    return statement
-
-
 def test_unpark_decisions_verify_with_ssh_keygen(managed, tmp_path):
     repo = managed(mode="nothing")
     repo.harness("run", check=0)
     env = {k: v for k, v in repo.env.items() if k != "HARNESS_SECRET"}
     repo.harness("unpark", "g1", "--key", str(repo.key.private), env=env, check=0)
-    statement = _keygen_verifies(repo, tmp_path, _approval_records(repo)[-1])
+    statement = keygen_verifies(repo, _approval_records(repo)[-1], tmp_path)
     assert "decision unpark no_progress\ncommit " in statement
 
 
 def test_ship_decision_verifies_with_ssh_keygen(parked, tmp_path):
     env = {k: v for k, v in parked.env.items() if k != "HARNESS_SECRET"}
     parked.harness("ship", "g1", "--key", str(parked.key.private), env=env, check=0)
-    record = _approval_records(parked)[-1]
-    statement, _, armor = record.partition("-----BEGIN SSH SIGNATURE-----")
+    statement = keygen_verifies(parked, _approval_records(parked)[-1], tmp_path)
     assert "decision ship\ncommit " in statement and "\nledger 10:" in statement
-    (tmp_path / "sig").write_text("-----BEGIN SSH SIGNATURE-----" + armor)
-    proc = subprocess.run(
-        [
-            "ssh-keygen",
-            "-Y",
-            "verify",
-            "-f",
-            str(parked.root / ".harness" / "owners"),
-            "-I",
-            OWNER,
-            "-n",
-            "harness",
-            "-s",
-            str(tmp_path / "sig"),
-        ],
-        input=statement.encode(),
-        capture_output=True,
-    )
-    assert proc.returncode == 0, proc.stderr
 
 
 def test_cut_off_ship_parks_as_outcome_unknown_and_is_not_retried(parked):

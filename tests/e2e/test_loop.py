@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import subprocess
 
-from tests.managed import base_goal, git, make_key
+from tests.managed import base_goal, git, keygen_verifies, make_key
 
 
 def test_fix_on_second_try_parks_at_ship(managed):
@@ -198,27 +198,8 @@ def test_approval_made_by_ssh_keygen_is_accepted(managed, tmp_path):
 
 def test_approval_made_by_harness_passes_ssh_keygen_verify(managed, tmp_path):
     repo = managed(approve=True)
-    text = (repo.root / "goals" / "g1.approval").read_text()
-    statement, _, armor = text.partition("-----BEGIN SSH SIGNATURE-----")
-    (tmp_path / "sig").write_text("-----BEGIN SSH SIGNATURE-----" + armor)
-    proc = subprocess.run(
-        [
-            "ssh-keygen",
-            "-Y",
-            "verify",
-            "-f",
-            str(repo.root / ".harness" / "owners"),
-            "-I",
-            "owner@example.com",
-            "-n",
-            "harness",
-            "-s",
-            str(tmp_path / "sig"),
-        ],
-        input=statement.encode(),
-        capture_output=True,
-    )
-    assert proc.returncode == 0, proc.stderr
+    record = (repo.root / "goals" / "g1.approval").read_text()
+    assert keygen_verifies(repo, record, tmp_path).endswith("decision run\n")
 
 
 def test_no_secret_run_and_verify_exit_3_and_change_nothing(managed):
