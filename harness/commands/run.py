@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -252,6 +253,8 @@ def _resting(repo: Repo, ctx: RunContext, goal_id: str) -> Cell | None:
         cell = parse_cell(path.read_bytes(), str(path), goal_id, ctx.secret.goal_key(goal_id))
     except (OSError, TrustFailure):
         return None
+    if not _ends_whole(path.parent / "events"):
+        return None  # a torn tail: the full path cuts it back
     if cell.status in TERMINAL:
         return cell
     control = ctx.control
@@ -263,6 +266,16 @@ def _resting(repo: Repo, ctx: RunContext, goal_id: str) -> Cell | None:
     if any(bound_to(record, goal_id, cell) for record in control.approvals(goal_id)):
         return None
     return cell
+
+
+def _ends_whole(events: Path) -> bool:
+    """Whether the last segment ends with a whole line (one byte read)."""
+    segments = sorted(events.glob("*.jsonl"))
+    if not segments:
+        return False
+    with segments[-1].open("rb") as handle:
+        handle.seek(-1, os.SEEK_END)
+        return handle.read(1) == b"\n"
 
 
 def _gate_unless_waiting(runner: GoalRunner, reason: str, detail: str) -> None:
