@@ -31,8 +31,8 @@ from harness.cell import (
     WAITING,
     Cell,
     apply,
-    cell_bytes,
     pending_classes,
+    write_cell,
 )
 from harness.control import Control
 from harness.decisions import extended_limits
@@ -343,7 +343,7 @@ class Recorder:
         self.print_line(text_line(record.event))
 
     def checkpoint(self, message: str) -> str:
-        atomic_write(self.paths.cell, cell_bytes(self.cell, self.key))
+        write_cell(self.paths.cell, self.cell, self.key)
         failpoints.hit("after_cell_write")
         atomic_write(self.paths.report, self.report.render(self.cell).encode())
         failpoints.hit("before_commit")
@@ -810,7 +810,7 @@ class GoalRunner(Recorder):
             hits = [p for p in self.wt.changed_paths(base) if is_protected(p)]
         self.wt.restore_paths(base, hits)
         # Our own files come back from memory: the in-memory cell and report are authoritative.
-        atomic_write(self.paths.cell, cell_bytes(self.cell, self.key))
+        write_cell(self.paths.cell, self.cell, self.key)
         if finished is not None:
             step, iteration, data = finished
             self.emit(

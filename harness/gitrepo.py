@@ -242,9 +242,6 @@ class Worktree:
             return True
         return False
 
-    def is_clean(self) -> bool:
-        return not run_git(["status", "--porcelain"], self.path).stdout.strip()
-
     def changed_paths(self, base: str) -> list[str]:
         """Every path that differs between commit `base` and the working tree (staged)."""
         self.stage_all()

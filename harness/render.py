@@ -93,11 +93,6 @@ def text_line(event: Event) -> str:
     return _clean(f"{event.ts} {event.goal} #{event.seq} {describe(event)}") + "\n"
 
 
-def text_lines(records: Iterable[Record]) -> Iterator[str]:
-    for record in records:
-        yield text_line(record.event)
-
-
 def _budget(cell: Cell) -> str:
     used, limit = cell.used, cell.limit
     return " · ".join(
