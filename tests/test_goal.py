@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import subprocess
 import sys
@@ -12,7 +11,7 @@ from typing import Any
 
 import pytest
 import yaml
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from harness import yamlutil
@@ -32,6 +31,8 @@ from harness.goal import (
     parse_duration,
     parse_goal,
 )
+from tests.yamledits import DELETE, FUZZ, byte_edits, edited, mutated, with_changes
+from tests.yamledits import json_values as json_values_for
 
 SOURCE = "goals/fix-login-timeout.yaml"
 GOAL_ID = "fix-login-timeout"
@@ -79,8 +80,6 @@ MINIMAL: dict[str, Any] = {
     "judge": {"run": "pytest -q"},
 }
 
-DELETE = object()
-
 COMMAND = "a command: a non-empty string of shell words or a non-empty list of strings"
 DURATION = "a duration like 90s, 30m or 4h, or a whole number of seconds, up to 8760h"
 COUNT = "a whole number from 1 to 1000000000"
@@ -91,17 +90,7 @@ TOP_KEYS = "version, id, owner, objective, build, judge, review, plan, ship, bud
 
 def goal_bytes(changes: dict[str, object] | None = None) -> bytes:
     """MINIMAL with dotted-path changes applied (DELETE removes a key), as YAML bytes."""
-    document = copy.deepcopy(MINIMAL)
-    for path, value in (changes or {}).items():
-        *parents, last = path.split(".")
-        target = document
-        for name in parents:
-            target = target.setdefault(name, {})
-        if value is DELETE:
-            del target[last]
-        else:
-            target[last] = value
-    return yaml.safe_dump(document, sort_keys=False, allow_unicode=True).encode()
+    return with_changes(MINIMAL, changes)
 
 
 def parse(data: bytes, expected_id: str = GOAL_ID, **kwargs: Any) -> Goal:
@@ -675,20 +664,7 @@ def assert_only_invalid_input(data: bytes) -> None:
         assert goal.sha256 == hashlib.sha256(data).hexdigest()
 
 
-FUZZ = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-
-json_values = st.recursive(
-    st.none()
-    | st.booleans()
-    | st.integers()
-    | st.floats()
-    | st.text(max_size=20)
-    | st.sampled_from(["90s", "0s", "4h", "..", "/x", "-", "a\x00b", "plain"]),
-    lambda children: (
-        st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=8), children, max_size=3)
-    ),
-    max_leaves=6,
-)
+json_values = json_values_for("90s", "0s", "4h", "..", "/x", "-", "a\x00b", "plain")
 key_paths = st.sampled_from(
     [
         "version",
@@ -725,32 +701,12 @@ def test_fuzz_random_bytes_give_only_invalid_input(data: bytes) -> None:
 @FUZZ
 @given(st.dictionaries(key_paths, json_values | st.just(DELETE), min_size=1, max_size=4))
 def test_fuzz_mutated_valid_goal_gives_only_invalid_input(changes: dict[str, object]) -> None:
-    document = yaml.safe_load(CONTRACT_GOAL)
-    for path, value in changes.items():
-        *parents, last = path.split(".")
-        target = document
-        for name in parents:
-            target = target.get(name) if isinstance(target, dict) else None
-        if isinstance(target, dict):
-            if value is DELETE:
-                target.pop(last, None)
-            else:
-                target[last] = value
-    assert_only_invalid_input(yaml.safe_dump(document, allow_unicode=True).encode())
+    assert_only_invalid_input(mutated(CONTRACT_GOAL, changes))
 
 
 @FUZZ
-@given(
-    st.lists(
-        st.tuples(st.integers(0, len(CONTRACT_GOAL) - 1), st.binary(max_size=3), st.integers(0, 3)),
-        min_size=1,
-        max_size=4,
-    )
-)
+@given(byte_edits(CONTRACT_GOAL))
 def test_fuzz_byte_edits_of_the_contract_goal_give_only_invalid_input(
     edits: list[tuple[int, bytes, int]],
 ) -> None:
-    data = bytearray(CONTRACT_GOAL.encode())
-    for position, insert, remove in edits:
-        data[position : position + remove] = insert
-    assert_only_invalid_input(bytes(data))
+    assert_only_invalid_input(edited(CONTRACT_GOAL, edits))

@@ -3,7 +3,6 @@ is whole-word and case-insensitive, and the prompt section is bounded."""
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import re
 import time
@@ -31,6 +30,8 @@ from harness.lessons import (
     prompt_section,
     select,
 )
+from tests.yamledits import DELETE, FUZZ, byte_edits, edited, mutated, with_changes
+from tests.yamledits import json_values as json_values_for
 
 NAME = "migrations-need-down"
 SOURCE = "lessons/migrations-need-down.yaml"
@@ -61,8 +62,6 @@ MINIMAL: dict[str, Any] = {
     "text": "Write a down step.",
 }
 
-DELETE = object()
-
 COMMAND = "a command: a non-empty string of shell words or a non-empty list of strings"
 DURATION = "a duration like 90s, 30m or 4h, or a whole number of seconds, up to 8760h"
 KEYWORD = "a word or phrase of at most 100 characters"
@@ -78,17 +77,7 @@ NAME_RULE = "1 to 63 lowercase letters, digits or '-', starting with a letter or
 
 def lesson_bytes(changes: dict[str, object] | None = None) -> bytes:
     """MINIMAL with dotted-path changes applied (DELETE removes a key), as YAML bytes."""
-    document = copy.deepcopy(MINIMAL)
-    for path, value in (changes or {}).items():
-        *parents, last = path.split(".")
-        target = document
-        for name in parents:
-            target = target.setdefault(name, {})
-        if value is DELETE:
-            del target[last]
-        else:
-            target[last] = value
-    return yaml.safe_dump(document, sort_keys=False, allow_unicode=True).encode()
+    return with_changes(MINIMAL, changes)
 
 
 def parse(data: bytes, name: str = NAME) -> Lesson:
@@ -609,20 +598,7 @@ def assert_only_invalid_input(data: bytes) -> None:
         assert len(prompt_section([parsed])) <= MAX_PROMPT_SECTION_CHARS
 
 
-FUZZ = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-
-json_values = st.recursive(
-    st.none()
-    | st.booleans()
-    | st.integers()
-    | st.floats()
-    | st.text(max_size=20)
-    | st.sampled_from(["2m", "0s", "(", "(a+)+", "a{999999999999}", "\\", "[", "a\x00b"]),
-    lambda children: (
-        st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=8), children, max_size=3)
-    ),
-    max_leaves=6,
-)
+json_values = json_values_for("2m", "0s", "(", "(a+)+", "a{999999999999}", "\\", "[", "a\x00b")
 key_paths = st.sampled_from(
     [
         "version",
@@ -648,18 +624,7 @@ def test_fuzz_random_bytes_give_only_invalid_input(data: bytes) -> None:
 @FUZZ
 @given(st.dictionaries(key_paths, json_values | st.just(DELETE), min_size=1, max_size=4))
 def test_fuzz_mutated_valid_lesson_gives_only_invalid_input(changes: dict[str, object]) -> None:
-    document = yaml.safe_load(DOC_LESSON)
-    for path, value in changes.items():
-        *parents, last = path.split(".")
-        target = document
-        for name in parents:
-            target = target.get(name) if isinstance(target, dict) else None
-        if isinstance(target, dict):
-            if value is DELETE:
-                target.pop(last, None)
-            else:
-                target[last] = value
-    assert_only_invalid_input(yaml.safe_dump(document, allow_unicode=True).encode())
+    assert_only_invalid_input(mutated(DOC_LESSON, changes))
 
 
 @FUZZ
@@ -669,20 +634,11 @@ def test_fuzz_random_patterns_give_only_invalid_input(patterns: list[str]) -> No
 
 
 @FUZZ
-@given(
-    st.lists(
-        st.tuples(st.integers(0, len(DOC_LESSON) - 1), st.binary(max_size=3), st.integers(0, 3)),
-        min_size=1,
-        max_size=4,
-    )
-)
+@given(byte_edits(DOC_LESSON))
 def test_fuzz_byte_edits_of_the_documented_lesson_give_only_invalid_input(
     edits: list[tuple[int, bytes, int]],
 ) -> None:
-    data = bytearray(DOC_LESSON.encode())
-    for position, insert, remove in edits:
-        data[position : position + remove] = insert
-    assert_only_invalid_input(bytes(data))
+    assert_only_invalid_input(edited(DOC_LESSON, edits))
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
