@@ -10,6 +10,8 @@ import json
 import os
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -112,6 +114,24 @@ def base_goal(goal_id: str = "g1") -> dict[str, Any]:
     }
 
 
+def wait_for(predicate: Callable[[], bool], seconds: float = 30.0) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.02)
+    raise AssertionError("timed out waiting")
+
+
+def alive(pid: int) -> bool:
+    """The process exists and is not a zombie."""
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
 def git(cwd: Path, *args: str) -> str:
     return subprocess.run(
         ["git", *args], cwd=cwd, check=True, capture_output=True, text=True
@@ -189,6 +209,17 @@ class ManagedRepo:
             stderr=subprocess.PIPE,
             text=True,
         )
+
+    def start_hanging_run(self, *args: str) -> tuple[subprocess.Popen[str], int]:
+        """`harness run` whose agent hangs in its build; returns the run and the agent's pid."""
+        (self.counters / "hang-build").write_text("")
+        proc = self.spawn("run", *args)
+        wait_for(lambda: any(self.counters.glob("hanging-*")))
+        return proc, int(next(self.counters.glob("hanging-*")).name.split("-")[1])
+
+    def release_build(self) -> None:
+        """Later builds no longer hang."""
+        (self.counters / "hang-build").unlink()
 
     @property
     def worktree(self) -> Path:

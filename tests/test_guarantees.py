@@ -8,28 +8,16 @@ import time
 
 from harness.cell import Spend, cell_bytes, parse_cell, read_cell
 from harness.secret import Secret
-from tests.managed import SECRET, base_goal, git
-
-
-def _wait_for(predicate, seconds=30.0):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.02)
-    raise AssertionError("timed out waiting")
+from tests.managed import SECRET, alive, base_goal, git, wait_for
 
 
 def test_g1_resume_after_kill(managed):
     """kill -9 during a build: the next run continues the same iteration; nothing finished reruns."""
     repo = managed(goal=base_goal() | {"ship": {"run": ["sh", "-c", "touch SHIPPED"]}})
-    hang = repo.counters / "hang-build"
-    hang.write_text("")
-    proc = repo.spawn("run")
-    _wait_for(lambda: any(repo.counters.glob("hanging-*")))
+    proc, _ = repo.start_hanging_run()
     proc.send_signal(signal.SIGKILL)
     proc.wait()
-    hang.unlink()
+    repo.release_build()
     assert repo.status()["status"] == "paused" and repo.status()["iteration"] == 1
     assert " g1 #3 resumed" in repo.harness("run", check=0).stdout
     assert repo.count("build") == ["1", "1", "2"]  # the cut-off build ran again, then the repair
@@ -143,30 +131,18 @@ def test_g6_record_replays_byte_identical_and_tampering_is_found(managed):
     assert hashlib.sha256(data).hexdigest() != hashlib.sha256(segment.read_bytes()).hexdigest()
 
 
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as handle:
-            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
-
-
 def test_g1_sigterm_during_build_ends_the_agent_and_pauses(managed):
     repo = managed()
-    hang = repo.counters / "hang-build"
-    hang.write_text("")
-    proc = repo.spawn("run")
-    _wait_for(lambda: any(repo.counters.glob("hanging-*")))
-    agent_pid = int(next(repo.counters.glob("hanging-*")).name.split("-")[1])
+    proc, agent_pid = repo.start_hanging_run()
     started = time.monotonic()
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=30)
     assert time.monotonic() - started < 10
     assert proc.returncode == 128 + signal.SIGTERM, err
     assert "paused" in err
-    _wait_for(lambda: not _alive(agent_pid), seconds=5)
+    wait_for(lambda: not alive(agent_pid), seconds=5)
     assert repo.status()["status"] == "paused"
-    hang.unlink()
+    repo.release_build()
     out = repo.harness("run", check=0).stdout
     assert "build[1] was cut off" in out
     assert repo.status()["status"] == "completed"
@@ -175,11 +151,7 @@ def test_g1_sigterm_during_build_ends_the_agent_and_pauses(managed):
 
 def test_g1_kill_9_leaves_no_agent_behind(managed):
     repo = managed()
-    hang = repo.counters / "hang-build"
-    hang.write_text("")
-    proc = repo.spawn("run")
-    _wait_for(lambda: any(repo.counters.glob("hanging-*")))
-    agent_pid = int(next(repo.counters.glob("hanging-*")).name.split("-")[1])
+    proc, agent_pid = repo.start_hanging_run()
     proc.send_signal(signal.SIGKILL)
     proc.wait()
-    _wait_for(lambda: not _alive(agent_pid), seconds=5)
+    wait_for(lambda: not alive(agent_pid), seconds=5)

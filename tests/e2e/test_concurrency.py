@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
 import sys
@@ -9,8 +10,7 @@ import time
 
 import yaml
 
-from tests.managed import base_goal, git
-from tests.test_guarantees import _alive, _wait_for
+from tests.managed import alive, base_goal, git, wait_for
 
 
 def test_four_concurrent_runs_run_each_step_once(managed):
@@ -28,10 +28,7 @@ def test_four_concurrent_runs_run_each_step_once(managed):
 
 def test_busy_goal_is_reported_and_exit_4_when_all_are_busy(managed):
     repo = managed()
-    hang = repo.counters / "hang-build"
-    hang.write_text("")
-    holder = repo.spawn("run")
-    _wait_for(lambda: any(repo.counters.glob("hanging-*")))
+    holder, _ = repo.start_hanging_run()
     proc = repo.harness("run", check=4)
     assert "g1: busy" in proc.stderr
     holder.send_signal(signal.SIGTERM)
@@ -52,23 +49,19 @@ def test_jobs_advances_goals_in_parallel(managed):
         replay = repo.harness("replay", goal_id, check=0).stdout
         assert set(replay.splitlines()) <= set(out.splitlines())
     rows = {
-        r["id"]: r["status"]
-        for r in __import__("json").loads(repo.harness("status", "--json", check=0).stdout)
+        r["id"]: r["status"] for r in json.loads(repo.harness("status", "--json", check=0).stdout)
     }
     assert rows == {"g1": "completed", "g2": "completed", "g3": "completed"}
 
 
 def test_cancel_stops_a_goal_another_process_is_running(managed):
     repo = managed()
-    (repo.counters / "hang-build").write_text("")
-    runner = repo.spawn("run")
-    _wait_for(lambda: any(repo.counters.glob("hanging-*")))
-    agent_pid = int(next(repo.counters.glob("hanging-*")).name.split("-")[1])
+    runner, agent_pid = repo.start_hanging_run()
     started = time.monotonic()
     repo.harness("cancel", "g1", check=0)
     assert time.monotonic() - started < 30
     runner.communicate(timeout=30)
-    _wait_for(lambda: not _alive(agent_pid), seconds=5)
+    wait_for(lambda: not alive(agent_pid), seconds=5)
     assert repo.status()["status"] == "cancelled"
     repo.harness("run", check=0)
     assert repo.count("build") == ["1"] and repo.status()["status"] == "cancelled"
