@@ -67,6 +67,15 @@ def _cwd() -> Path:
     return Path.cwd()
 
 
+# approve, ship and unpark all sign with an owner's private key.
+_OWNER_KEY = click.option(
+    "--key",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="An owner's ssh-ed25519 private key file.",
+)
+
+
 @click.group(cls=HarnessGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="harness")
 def cli() -> None:
@@ -149,12 +158,7 @@ def check(goal_ids: tuple[str, ...], as_json: bool) -> None:
 
 @cli.command()
 @click.argument("goal_id")
-@click.option(
-    "--key",
-    required=True,
-    type=click.Path(path_type=Path),
-    help="An owner's ssh-ed25519 private key file.",
-)
+@_OWNER_KEY
 def approve(goal_id: str, key: Path) -> None:
     """Sign the run decision for the goal file's current bytes.
 
@@ -189,12 +193,7 @@ def run(
 
 @cli.command()
 @click.argument("goal_id")
-@click.option(
-    "--key",
-    required=True,
-    type=click.Path(path_type=Path),
-    help="An owner's ssh-ed25519 private key file.",
-)
+@_OWNER_KEY
 def ship(goal_id: str, key: Path) -> None:
     """Sign a ship decision bound to the parked commit and ledger head; the ship step runs.
 
@@ -210,12 +209,7 @@ def ship(goal_id: str, key: Path) -> None:
 
 @cli.command()
 @click.argument("goal_id")
-@click.option(
-    "--key",
-    required=True,
-    type=click.Path(path_type=Path),
-    help="An owner's ssh-ed25519 private key file.",
-)
+@_OWNER_KEY
 @click.option(
     "--extend-budget",
     "extend",
