@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar, cast
 
 from harness.approval import (
     Owner,
@@ -23,6 +25,9 @@ CONFIG_PATH = ".harness/config.yaml"
 OWNERS_PATH = ".harness/owners"
 
 
+T = TypeVar("T")
+
+
 @dataclass(frozen=True)
 class Control:
     repo: Repo
@@ -30,6 +35,13 @@ class Control:
     commit: str  # what it pointed at when read
     config: Config
     owners_text: bytes | None
+    # Everything here is read at one fixed commit, so what is parsed once stays true.
+    _memo: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    def _once(self, key: str, make: Callable[[], T]) -> T:
+        if key not in self._memo:
+            self._memo[key] = make()
+        return cast(T, self._memo[key])
 
     @property
     def owners_sha256(self) -> str:
@@ -37,6 +49,9 @@ class Control:
 
     def owners(self) -> tuple[Owner, ...]:
         """The owners; fail closed when there are none (nobody could have approved)."""
+        return self._once("owners", self._parse_owners)
+
+    def _parse_owners(self) -> tuple[Owner, ...]:
         if self.owners_text is None:
             raise TrustFailure(
                 f"{OWNERS_PATH}: missing on {self.ref}: nobody can approve a goal "
@@ -68,6 +83,9 @@ class Control:
         )
 
     def approvals(self, goal_id: str) -> tuple[SignedRecord, ...]:
+        return self._once(f"approvals:{goal_id}", lambda: self._read_approvals(goal_id))
+
+    def _read_approvals(self, goal_id: str) -> tuple[SignedRecord, ...]:
         source = f"goals/{goal_id}.approval"
         data = self.repo.read_blob(self.commit, source)
         if data is None:
