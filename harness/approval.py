@@ -16,17 +16,15 @@ import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-
-from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
-from cryptography.hazmat.primitives.serialization import (
-    Encoding,
-    PublicFormat,
-    load_ssh_private_key,
-)
+from typing import TYPE_CHECKING
 
 from harness.errors import TrustFailure, invalid, located
 from harness.fsutil import atomic_write
+
+# cryptography is imported where a key is used: reading and parsing approvals (all a run
+# does for a goal resting at a gate) must not pay its import time.
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 ED25519 = "ssh-ed25519"
 NAMESPACE = "harness"
@@ -461,6 +459,8 @@ def sign(
     namespace: str = NAMESPACE,
 ) -> str:
     """An armored SSHSIG signature, byte for byte what `ssh-keygen -Y sign` writes."""
+    from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+
     key = _load_ed25519_private_key(private_key_path, passphrase)
     public_raw = key.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)
     signature = key.sign(_signed_data(message, namespace.encode(), _SIGN_HASH))
@@ -478,6 +478,8 @@ def _armor(blob: bytes) -> str:
 
 
 def _load_ed25519_private_key(path: Path, passphrase: bytes | None) -> Ed25519PrivateKey:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
     source = str(path)
     try:
         data = path.read_bytes()
@@ -499,6 +501,9 @@ def _load_ed25519_private_key(path: Path, passphrase: bytes | None) -> Ed25519Pr
 
 
 def _decrypt_private_key(data: bytes, passphrase: bytes | None, source: str) -> object:
+    from cryptography.exceptions import UnsupportedAlgorithm
+    from cryptography.hazmat.primitives.serialization import load_ssh_private_key
+
     try:
         return load_ssh_private_key(data, passphrase)
     except UnsupportedAlgorithm as error:
@@ -619,6 +624,9 @@ def _ed25519_signature(field: bytes) -> bytes:
 
 
 def _check_ed25519(raw_key: bytes, signature: bytes, signed: bytes) -> None:
+    from cryptography.exceptions import InvalidSignature
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
     try:
         Ed25519PublicKey.from_public_bytes(raw_key).verify(signature, signed)
     except (InvalidSignature, ValueError):

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import os
 import sys
-import tempfile
-import traceback
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +18,9 @@ from harness.errors import HarnessError, Interrupted
 
 
 def _crash_log(exc: BaseException) -> Path:
+    import tempfile  # only a crash pays for these two
+    import traceback
+
     fd, name = tempfile.mkstemp(prefix="harness-crash-", suffix=".log")
     with os.fdopen(fd, "w") as handle:
         handle.write("".join(traceback.format_exception(exc)))
