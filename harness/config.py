@@ -7,14 +7,18 @@ caller, so `control_ref` stays None here when the file does not name one.
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
 from harness import yamlutil
-from harness.errors import invalid
+from harness.errors import StorageFailure, invalid
+from harness.fsutil import atomic_write, canonical_json, strict_json_loads
 from harness.goal import Budget, Halt, budget_from, halt_from, parse_duration
 from harness.yamlutil import show_value
 
@@ -99,17 +103,82 @@ DEFAULT_CONFIG = Config(
 )
 
 
-def parse_config(data: bytes | None, source: str) -> Config:
-    """Validate .harness/config.yaml's bytes; None (no file) gives DEFAULT_CONFIG."""
+def parse_config(data: bytes | None, source: str, cache: ConfigCache | None = None) -> Config:
+    """Validate .harness/config.yaml's bytes; None (no file) gives DEFAULT_CONFIG.
+
+    With a `cache`, bytes validated before are not parsed again (see ConfigCache)."""
     if data is None:
         return DEFAULT_CONFIG
+    raw = cache.recall(data) if cache is not None else None
+    if raw is not None:
+        return _config_from(raw, source)
     yamlutil.check_size(data, MAX_CONFIG_FILE_BYTES, source)
     document = yamlutil.load_yaml(data, source)
     if document is None:  # only comments, or nothing: every setting at its default
         return DEFAULT_CONFIG
     raw = yamlutil.expect_mapping(document, source)
     yamlutil.validate(raw, SCHEMA, source)
-    return _config_from(raw, source)
+    config = _config_from(raw, source)
+    if cache is not None:
+        cache.remember(data, raw)
+    return config
+
+
+@dataclass(frozen=True)
+class ConfigCache:
+    """Config files already parsed and schema-checked, remembered between runs.
+
+    YAML parsing and JSON Schema validation cost most of a run that finds nothing to do
+    (PyYAML and jsonschema take ~80 ms to import). An entry holds the validated mapping
+    for one file's SHA-256 under an HMAC with a key derived from the secret, so an agent
+    that can write `.git/harness/` cannot plant a config: an entry that does not verify is
+    ignored and the file is parsed again. The typed checks in `_config_from` run every time.
+    """
+
+    folder: Path
+    key: bytes
+    keep: int = 4  # the default ref's and the control ref's, and a change or two
+
+    def _path(self, data: bytes) -> tuple[Path, str]:
+        digest = hashlib.sha256(data).hexdigest()
+        return self.folder / f"config-{digest}.json", digest
+
+    def _mac(self, digest: str, body: bytes) -> str:
+        signed = b"goal-harness config-cache v1\x00" + digest.encode() + b"\x00" + body
+        return hmac.new(self.key, signed, hashlib.sha256).hexdigest()
+
+    def recall(self, data: bytes) -> Mapping[str, Any] | None:
+        path, digest = self._path(data)
+        try:
+            entry = strict_json_loads(path.read_bytes())
+            raw, mac = entry["raw"], entry["mac"]
+        except (OSError, ValueError, TypeError, KeyError):
+            return None
+        if not isinstance(raw, dict) or not isinstance(mac, str):
+            return None
+        if not hmac.compare_digest(mac, self._mac(digest, canonical_json(raw))):
+            return None
+        return raw
+
+    def remember(self, data: bytes, raw: Mapping[str, Any]) -> None:
+        try:
+            body = canonical_json(raw)
+        except ValueError:  # .nan and .inf have no JSON form; such a file is parsed each time
+            return
+        if strict_json_loads(body) != raw:
+            return
+        path, digest = self._path(data)
+        entry = {"mac": self._mac(digest, body), "raw": raw}
+        try:
+            atomic_write(path, canonical_json(entry))
+            self._prune()
+        except (StorageFailure, OSError):
+            return  # only speed is lost
+
+    def _prune(self) -> None:
+        entries = sorted(self.folder.glob("config-*.json"), key=lambda p: p.stat().st_mtime)
+        for old in entries[: -self.keep]:
+            old.unlink(missing_ok=True)
 
 
 def _config_from(raw: Mapping[str, Any], source: str) -> Config:

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import hashlib
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from harness.approval import (
     Owner,
@@ -15,11 +16,13 @@ from harness.approval import (
     parse_approval_file,
     parse_owners,
 )
-from harness.config import Config, parse_config
+from harness.config import Config, ConfigCache, parse_config
 from harness.errors import InvalidInput, TrustFailure
-from harness.gitrepo import Repo
+from harness.gitrepo import ObjectReader, Repo
 from harness.goal import Goal, check_goal_id, parse_goal
-from harness.lessons import LESSONS_DIR, Lesson, load_lessons
+
+if TYPE_CHECKING:
+    from harness.lessons import Lesson
 
 CONFIG_PATH = ".harness/config.yaml"
 OWNERS_PATH = ".harness/owners"
@@ -35,6 +38,7 @@ class Control:
     commit: str  # what it pointed at when read
     config: Config
     owners_text: bytes | None
+    objects: ObjectReader = field(compare=False, repr=False)
     # Everything here is read at one fixed commit, so what is parsed once stays true.
     _memo: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
@@ -64,12 +68,12 @@ class Control:
             raise TrustFailure(f"{exc}; nothing runs until .harness/owners is fixed") from None
 
     def goal_ids(self) -> list[str]:
-        names = self.repo.list_names(self.commit, "goals")
+        names = self.objects.names(f"{self.commit}:goals")
         return sorted(n[: -len(".yaml")] for n in names if n.endswith(".yaml"))
 
     def goal_bytes(self, goal_id: str) -> bytes:
         check_goal_id(goal_id, "goal id")
-        data = self.repo.read_blob(self.commit, f"goals/{goal_id}.yaml")
+        data = self.objects.blob(f"{self.commit}:goals/{goal_id}.yaml")
         if data is None:
             raise InvalidInput(
                 f"goals/{goal_id}.yaml: no such goal on {self.ref} (commit the goal file first)"
@@ -87,7 +91,7 @@ class Control:
 
     def _read_approvals(self, goal_id: str) -> tuple[SignedRecord, ...]:
         source = f"goals/{goal_id}.approval"
-        data = self.repo.read_blob(self.commit, source)
+        data = self.objects.blob(f"{self.commit}:{source}")
         if data is None:
             return ()
         return parse_approval_file(data.decode("utf-8", "replace"), source)
@@ -103,7 +107,7 @@ class Control:
 
     def owners_at(self, commit: str | None, sha256: str | None) -> tuple[Owner, ...]:
         """The owners file a goal is pinned to, read from history and checked by its hash."""
-        data = self.repo.read_blob(commit, OWNERS_PATH) if commit else None
+        data = self.objects.blob(f"{commit}:{OWNERS_PATH}") if commit else None
         if data is None or hashlib.sha256(data).hexdigest() != sha256:
             raise TrustFailure(
                 f"{OWNERS_PATH}: the owners file this goal is pinned to (commit {commit}) "
@@ -113,10 +117,14 @@ class Control:
 
     def lessons(self) -> tuple[Lesson, ...]:
         """The team's lessons on the control ref (`lessons/*.yaml`); a bad one is exit 2."""
-        names = [n for n in self.repo.list_names(self.commit, LESSONS_DIR) if n.endswith(".yaml")]
+        from harness.lessons import LESSONS_DIR, load_lessons
+
+        names = [
+            n for n in self.objects.names(f"{self.commit}:{LESSONS_DIR}") if n.endswith(".yaml")
+        ]
         files = {}
         for name in names:
-            data = self.repo.read_blob(self.commit, f"{LESSONS_DIR}/{name}")
+            data = self.objects.blob(f"{self.commit}:{LESSONS_DIR}/{name}")
             if data is not None:
                 files[name[: -len(".yaml")]] = data
         return load_lessons(files)
@@ -125,19 +133,32 @@ class Control:
         return {p for owner in self.owners() for p in owner.principals}
 
 
-def open_control(repo: Repo) -> Control:
-    """Read config and owners from the control ref (config's `control_ref` wins)."""
-    default_ref = repo.checked_out_ref()
-    commit = repo.rev_parse(default_ref)
-    if commit is None:
-        raise InvalidInput(f"{repo.root}: the repository has no commits yet; commit first")
-    config = parse_config(repo.read_blob(commit, CONFIG_PATH), CONFIG_PATH)
-    ref = default_ref
-    if config.control_ref:
-        ref = config.control_ref
-        resolved = repo.rev_parse(ref)
-        if resolved is None:
-            raise InvalidInput(f"{CONFIG_PATH}: control_ref: {ref!r} does not name a commit")
-        commit = resolved
-        config = parse_config(repo.read_blob(commit, CONFIG_PATH), CONFIG_PATH)
-    return Control(repo, ref, commit, config, repo.read_blob(commit, OWNERS_PATH))
+def open_control(repo: Repo, cache: ConfigCache | None = None) -> Control:
+    """Read config and owners from the control ref (config's `control_ref` wins).
+
+    All of it comes through one `git cat-file --batch` process, which the Control keeps
+    for the goal files and approvals read later and ends when it is collected.
+    """
+    objects = ObjectReader(repo.root)
+    try:
+        default_ref = repo.checked_out_ref()
+        commit = objects.commit_id(default_ref)
+        if commit is None:
+            raise InvalidInput(f"{repo.root}: the repository has no commits yet; commit first")
+        config = parse_config(objects.blob(f"{commit}:{CONFIG_PATH}"), CONFIG_PATH, cache)
+        ref = default_ref
+        if config.control_ref:
+            ref = config.control_ref
+            resolved = objects.commit_id(ref)
+            if resolved is None:
+                raise InvalidInput(f"{CONFIG_PATH}: control_ref: {ref!r} does not name a commit")
+            commit = resolved
+            config = parse_config(objects.blob(f"{commit}:{CONFIG_PATH}"), CONFIG_PATH, cache)
+        control = Control(
+            repo, ref, commit, config, objects.blob(f"{commit}:{OWNERS_PATH}"), objects
+        )
+    except BaseException:
+        objects.close()
+        raise
+    weakref.finalize(control, objects.close)
+    return control

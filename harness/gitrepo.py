@@ -8,6 +8,7 @@ the harness's environment.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 from collections.abc import Iterable, Mapping, Sequence
@@ -81,6 +82,18 @@ class Repo:
     @classmethod
     def discover(cls, start: Path) -> Repo:
         proc = run_git(
+            ["rev-parse", "--path-format=absolute", "--git-common-dir", "--show-toplevel"],
+            start,
+            check=False,
+        )
+        lines = proc.stdout.decode().splitlines()
+        if proc.returncode == 0 and len(lines) == 2:
+            common, top = Path(lines[0]), Path(lines[1])
+            if common.name == ".git" and top == common.parent:
+                return cls(top, common)  # the usual case: inside the main worktree
+        # Elsewhere (a goal's worktree, the .git folder itself, a bare repository) the
+        # main worktree is found from the common git folder.
+        proc = run_git(
             ["rev-parse", "--path-format=absolute", "--git-common-dir"], start, check=False
         )
         if proc.returncode != 0:
@@ -104,13 +117,21 @@ class Repo:
 
     def checked_out_ref(self) -> str:
         """The branch checked out in the main worktree, or its commit when detached."""
+        try:
+            head = (self.common_dir / "HEAD").read_text("utf-8").strip()
+        except (OSError, UnicodeDecodeError):
+            head = ""
+        # What `git symbolic-ref HEAD` would say, read without a process; anything else
+        # (a reftable repository's placeholder, a detached or odd HEAD) asks git.
+        if head.startswith("ref: refs/heads/") and not head.endswith("/.invalid"):
+            return head.removeprefix("ref: ")
         proc = run_git(["symbolic-ref", "-q", "HEAD"], self.root, check=False)
         if proc.returncode == 0:
             return proc.stdout.decode().strip()
-        head = self.rev_parse("HEAD")
-        if head is None:
+        commit = self.rev_parse("HEAD")
+        if commit is None:
             raise InvalidInput(f"{self.root}: the repository has no commits yet; commit first")
-        return head
+        return commit
 
     def read_blob(self, ref: str, path: str) -> bytes | None:
         proc = run_git(["cat-file", "blob", f"{ref}:{path}"], self.root, check=False)
@@ -286,6 +307,86 @@ class Worktree:
     def is_ancestor(self, older: str, newer: str = "HEAD") -> bool:
         proc = run_git(["merge-base", "--is-ancestor", older, newer], self.path, check=False)
         return proc.returncode == 0
+
+
+class ObjectReader:
+    """Many object reads through one `git cat-file --batch` process, started on first use.
+
+    A run reads the config, the owners, and every goal's file and approvals from one
+    commit; one process for all of them instead of one per file is most of what a run
+    that finds nothing to do costs. `close()` ends it; so does this process ending (git
+    reads end-of-file on its input).
+    """
+
+    def __init__(self, root: Path) -> None:
+        self._root = root
+        self._proc: subprocess.Popen[bytes] | None = None
+
+    def read(self, spec: str) -> tuple[str, str, bytes] | None:
+        """(object id, type, content) of `<rev>` or `<rev>:<path>`, or None when absent."""
+        if "\n" in spec or not spec:
+            return None
+        proc = self._start()
+        assert proc.stdin is not None and proc.stdout is not None
+        try:
+            proc.stdin.write(spec.encode("utf-8") + b"\n")
+            proc.stdin.flush()
+            header = proc.stdout.readline()
+            parts = header.split()
+            found = len(parts) == 3 and not header.endswith(b" missing\n")
+            data = proc.stdout.read(int(parts[2]) + 1) if found else b""
+        except (OSError, ValueError):
+            header, found, data = b"", False, b""
+        if not header or (found and not data.endswith(b"\n")):
+            self.close()
+            raise GitError(f"git cat-file --batch stopped answering in {self._root}")
+        if not found:
+            return None
+        return parts[0].decode(), parts[1].decode(), data[:-1]
+
+    def blob(self, spec: str) -> bytes | None:
+        found = self.read(spec)
+        return found[2] if found is not None and found[1] == "blob" else None
+
+    def commit_id(self, rev: str) -> str | None:
+        found = self.read(f"{rev}^{{commit}}")
+        return found[0] if found is not None else None
+
+    def names(self, spec: str) -> list[str]:
+        """Entry names of the tree at `spec` (empty when it is absent or not a tree)."""
+        found = self.read(spec)
+        if found is None or found[1] != "tree":
+            return []
+        oid_bytes = len(found[0]) // 2
+        data, names, offset = found[2], [], 0
+        while offset < len(data):
+            space = data.index(b" ", offset)
+            nul = data.index(b"\0", space)
+            names.append(data[space + 1 : nul].decode("utf-8", "replace"))
+            offset = nul + 1 + oid_bytes
+        return names
+
+    def _start(self) -> subprocess.Popen[bytes]:
+        if self._proc is None:
+            self._proc = subprocess.Popen(
+                ["git", *_SAFE_CONFIG, "cat-file", "--batch"],
+                cwd=self._root,
+                env=_ENV,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+            )
+        return self._proc
+
+    def close(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is None:
+            return
+        assert proc.stdin is not None and proc.stdout is not None
+        with contextlib.suppress(OSError):  # git may have gone already
+            proc.stdin.close()
+        proc.stdout.close()
+        proc.wait()
 
 
 def read_blobs(repo_root: Path, specs: Sequence[str]) -> list[bytes | None]:

@@ -41,6 +41,10 @@ class Secret:
         info = b"goal-harness v1 goal-key\x00" + goal_id.encode("utf-8")
         return hmac.new(self.value, info, hashlib.sha256).digest()
 
+    def cache_key(self) -> bytes:
+        """The key vouching for machine-local caches (harness/config.py's ConfigCache)."""
+        return hmac.new(self.value, b"goal-harness v1 cache-key", hashlib.sha256).digest()
+
 
 def _inside(path: Path, folder: Path) -> bool:
     try:
