@@ -11,12 +11,10 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
-import signal
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -52,26 +50,6 @@ from harness.steps import StepResult, child_env, end_marked_group, run_step
 PROTECTED_PREFIXES = ("goals/", ".harness/", "ledger/", "lessons/")
 TEXT_FIELD_BYTES = 12_000
 MAX_LISTED_PATHS = 200
-
-
-@contextmanager
-def interruptible() -> Iterator[None]:
-    """SIGINT and SIGTERM raise `Interrupted` (once): the running step's group is ended by
-    `steps.run_step`, the interruption is recorded, and the goal is left resumable."""
-    fired = False
-
-    def handler(signum: int, frame: object) -> None:
-        nonlocal fired
-        if not fired:
-            fired = True
-            raise Interrupted(signum)
-
-    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for sig, old in previous.items():
-            signal.signal(sig, old)
 
 
 @dataclass(frozen=True)

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import signal
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 
 class HarnessError(Exception):
     """Base of every error the harness reports to a user as one line."""
@@ -49,11 +53,29 @@ class Interrupted(BaseException):
     """SIGINT or SIGTERM arrived: stop promptly, leaving the goal resumable."""
 
     def __init__(self, signum: int) -> None:
-        import signal
-
         super().__init__(signal.Signals(signum).name)
         self.signum = signum
         self.name = signal.Signals(signum).name
+
+
+@contextmanager
+def interruptible() -> Iterator[None]:
+    """SIGINT and SIGTERM raise `Interrupted` (once): the running step's group is ended by
+    `steps.run_step`, the interruption is recorded, and the goal is left resumable."""
+    fired = False
+
+    def handler(signum: int, frame: object) -> None:
+        nonlocal fired
+        if not fired:
+            fired = True
+            raise Interrupted(signum)
+
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
 
 
 class StorageFailure(HarnessError):

@@ -97,7 +97,7 @@ def _act_now(
     env: Mapping[str, str],
     out: TextIO,
 ) -> int:
-    from harness.commands.run import advance_goal
+    from harness.advance import advance_goal
 
     def print_line(line: str) -> None:
         out.write(line)
