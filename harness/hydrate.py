@@ -125,24 +125,36 @@ class _Scan:
         self.sizes = committed.sizes if committed else {}
         self.cell_at = cell_at
         self.earlier = earlier
-        self.committed_head = START
+        self.last_committed: Record | None = None
         self.fold = Cell(goal=paths.goal_id)
         self.at_cell: Cell | None = self.fold if cell_at == START else None
 
+    @property
+    def committed_head(self) -> Position:
+        last = self.last_committed
+        return START if last is None else Position(last.event.seq, last.hash)
+
     def add(self, record: Record) -> None:
-        position = Position(record.event.seq, record.hash)
+        # Called once per event (a million times for a long-lived goal): positions are
+        # built only where one is needed, and the two named events take the slow branch.
         seq = record.event.seq
         if self.full_fold or seq > self.cell_at.seq:
-            self.fold = apply(self.fold, record.event, position)
+            self.fold = apply(self.fold, record.event, Position(seq, record.hash))
         if record.end <= self.sizes.get(record.segment, -1):
-            self.committed_head = position
-        if record.event.seq == self.earlier.seq and record.hash != self.earlier.hash:
+            self.last_committed = record
+        if seq == self.earlier.seq or seq == self.cell_at.seq:
+            self._named(record)
+
+    def _named(self, record: Record) -> None:
+        """Checks at the events an earlier committed cell and the working cell name."""
+        position = Position(record.event.seq, record.hash)
+        if position.seq == self.earlier.seq and position.hash != self.earlier.hash:
             raise _refuse(
                 self.paths,
                 f"an earlier committed cell names event {position.seq} with a hash that is not on the chain",
             )
-        if record.event.seq == self.cell_at.seq:
-            if record.hash != self.cell_at.hash:
+        if position.seq == self.cell_at.seq:
+            if position.hash != self.cell_at.hash:
                 raise _refuse(
                     self.paths,
                     f"the cell names event {position.seq} with a hash that is not on the chain",
@@ -181,12 +193,11 @@ def load(
     earlier = _earlier_position(paths, key, committed, source)
     scan = _Scan(paths, committed, working, earlier, full_fold)
     rendered = MarkdownReport(paths.goal_id)
-    count = 0
+    add = scan.add
     for record in ledger.records():
-        scan.add(record)
+        add(record)
         if report:  # only a run writes report.md; verify needs no rendering
             rendered.add(record.event)
-        count += 1
         if on_record is not None:
             on_record(record)
     _check_cut(paths, ledger, committed)
@@ -204,7 +215,8 @@ def load(
             raise TrustFailure(f"{torn.path}: a committed line is damaged")
         ledger.cut_torn_tail()
     behind = ledger.head.seq - (working.position.seq if working else 0)
-    return Loaded(scan.fold, ledger, rendered, torn, behind, count)
+    # Sequences run from 1 without a gap (each line was checked), so the head is the count.
+    return Loaded(scan.fold, ledger, rendered, torn, behind, ledger.head.seq)
 
 
 def _earlier_position(
