@@ -4,7 +4,7 @@ is appended; `harness replay` prints the same from the ledger alone."""
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from harness.cell import Cell, apply
@@ -27,22 +27,17 @@ def _money(value: float) -> str:
 
 
 def _step_finished(event: Event) -> str:
-    data = event.data
-    result = "timed out" if data.get("timed_out") else data.get("result", "done")
-    parts = [
-        f"{event.step}[{event.iteration}] {result}",
-        f"exit={data.get('exit_code')}",
-        f"{data.get('duration_s', 0.0):.1f}s",
-    ]
+    get = event.data.get
+    result = "timed out" if get("timed_out") else get("result", "done")
+    line = (
+        f"{event.step}[{event.iteration}] {result} "
+        f"exit={get('exit_code')} {get('duration_s', 0.0):.1f}s"
+    )
     if event.step == "build":
-        parts += [
-            f"cost={_money(data.get('cost_usd', 0.0))}",
-            f"turns={data.get('turns', 0)}",
-            f"changed={len(data.get('changed', []))}",
-        ]
-    if data.get("failing_test"):
-        parts.append(f"failing={_clean(data['failing_test'])}")
-    return " ".join(parts)
+        cost = get("cost_usd", 0.0)
+        line += f" cost=${cost:.4f} turns={get('turns', 0)} changed={len(get('changed', ()))}"
+    failing = get("failing_test")
+    return f"{line} failing={_clean(failing)}" if failing else line
 
 
 def _limits(data: Mapping[str, Any]) -> str:
@@ -52,41 +47,87 @@ def _limits(data: Mapping[str, Any]) -> str:
     )
 
 
-def describe(event: Event) -> str:
-    data, kind = event.data, event.type
-    if kind in ("goal.started", "goal.revised"):
-        who = ",".join(data.get("approved_by", []))
-        return f"{kind.split('.')[1]} sha256={data['goal_sha256'][:12]} approved-by={who} limits: {_limits(data)}"
-    if kind == "step.started":
-        given = ", ".join(ref["name"] for ref in data.get("lessons", ()))
-        return f"{event.step}[{event.iteration}] started" + (
-            f" (lessons: {given})" if given else ""
-        )
-    if kind == "lesson.checked":
-        verdict = "passed" if data["passed"] else "failed"
-        return f"lesson {data['name']} check {verdict} exit={data['exit_code']}"
-    if kind == "step.interrupted":
-        return f"{event.step}[{event.iteration}] interrupted by {data['signal']}"
-    if kind == "step.cutoff":
-        return f"{event.step}[{event.iteration}] was cut off; work in progress: {len(data.get('changed', []))} files"
-    if kind == "step.finished":
-        return _step_finished(event)
-    if kind == "done.blocked" and data.get("lessons_failed"):
+def _goal_started(event: Event) -> str:
+    data = event.data
+    who = ",".join(data.get("approved_by", []))
+    kind = event.type.split(".")[1]
+    return f"{kind} sha256={data['goal_sha256'][:12]} approved-by={who} limits: {_limits(data)}"
+
+
+def _step_started(event: Event) -> str:
+    lessons = event.data.get("lessons")
+    if not lessons:
+        return f"{event.step}[{event.iteration}] started"
+    given = ", ".join(ref["name"] for ref in lessons)
+    return f"{event.step}[{event.iteration}] started (lessons: {given})"
+
+
+def _lesson_checked(event: Event) -> str:
+    data = event.data
+    verdict = "passed" if data["passed"] else "failed"
+    return f"lesson {data['name']} check {verdict} exit={data['exit_code']}"
+
+
+def _step_interrupted(event: Event) -> str:
+    return f"{event.step}[{event.iteration}] interrupted by {event.data['signal']}"
+
+
+def _step_cutoff(event: Event) -> str:
+    changed = len(event.data.get("changed", []))
+    return f"{event.step}[{event.iteration}] was cut off; work in progress: {changed} files"
+
+
+def _done_blocked(event: Event) -> str:
+    data = event.data
+    if data.get("lessons_failed"):
         return f"done gate blocked: lesson check failed: {', '.join(data['lessons_failed'])}"
-    if kind == "done.blocked":
-        return f"done gate blocked: missing {', '.join(data['missing'])}"
-    if kind == "goal.gated":
-        detail = f" ({data['detail']})" if data.get("detail") else ""
-        return f"{data['status']} gate={data['reason']}{detail}"
-    if kind == "owners.rotated":
-        who = ",".join(data.get("signers", []))
-        return f"owners rotated to sha256={data['owners_sha256'][:12]} by {who}"
-    if kind == "decision.used":
-        return f"decision {data['decision']} by {','.join(data.get('signers', []))}"
-    if kind in ("goal.completed", "goal.cancelled", "goal.resumed", "goal.failed"):
-        detail = f" ({data['detail']})" if data.get("detail") else ""
-        return kind.split(".")[1] + detail
-    return kind
+    return f"done gate blocked: missing {', '.join(data['missing'])}"
+
+
+def _goal_gated(event: Event) -> str:
+    data = event.data
+    detail = f" ({data['detail']})" if data.get("detail") else ""
+    return f"{data['status']} gate={data['reason']}{detail}"
+
+
+def _owners_rotated(event: Event) -> str:
+    who = ",".join(event.data.get("signers", []))
+    return f"owners rotated to sha256={event.data['owners_sha256'][:12]} by {who}"
+
+
+def _decision_used(event: Event) -> str:
+    return f"decision {event.data['decision']} by {','.join(event.data.get('signers', []))}"
+
+
+def _goal_ended(event: Event) -> str:
+    detail = f" ({event.data['detail']})" if event.data.get("detail") else ""
+    return event.type.split(".")[1] + detail
+
+
+# One entry per event type (a replay of a million events looks each one up once).
+_DESCRIBE: dict[str, Callable[[Event], str]] = {
+    "goal.started": _goal_started,
+    "goal.revised": _goal_started,
+    "step.started": _step_started,
+    "lesson.checked": _lesson_checked,
+    "step.interrupted": _step_interrupted,
+    "step.cutoff": _step_cutoff,
+    "step.finished": _step_finished,
+    "done.blocked": _done_blocked,
+    "goal.gated": _goal_gated,
+    "owners.rotated": _owners_rotated,
+    "decision.used": _decision_used,
+    "goal.completed": _goal_ended,
+    "goal.cancelled": _goal_ended,
+    "goal.resumed": _goal_ended,
+    "goal.failed": _goal_ended,
+}
+
+
+def describe(event: Event) -> str:
+    """The event in words; an event type this version does not know is shown by name."""
+    shown = _DESCRIBE.get(event.type)
+    return event.type if shown is None else shown(event)
 
 
 def text_line(event: Event) -> str:
