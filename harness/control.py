@@ -23,6 +23,7 @@ from harness.goal import Goal, check_goal_id, parse_goal
 
 if TYPE_CHECKING:
     from harness.lessons import Lesson
+    from harness.secret import Secret
 
 CONFIG_PATH = ".harness/config.yaml"
 OWNERS_PATH = ".harness/owners"
@@ -133,12 +134,16 @@ class Control:
         return {p for owner in self.owners() for p in owner.principals}
 
 
-def open_control(repo: Repo, cache: ConfigCache | None = None) -> Control:
+def open_control(repo: Repo, secret: Secret | None = None) -> Control:
     """Read config and owners from the control ref (config's `control_ref` wins).
 
     All of it comes through one `git cat-file --batch` process, which the Control keeps
-    for the goal files and approvals read later and ends when it is collected.
+    for the goal files and approvals read later and ends when it is collected. Given the
+    secret, a config validated before is taken from the machine's cache (ConfigCache).
     """
+    cache = (
+        None if secret is None else ConfigCache(repo.harness_dir() / "cache", secret.cache_key())
+    )
     objects = ObjectReader(repo.root)
     try:
         default_ref = repo.checked_out_ref()

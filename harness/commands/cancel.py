@@ -44,7 +44,7 @@ def cancel(cwd: Path, goal_id: str, env: Mapping[str, str], out: TextIO) -> int:
     check_goal_id(goal_id, "goal id")
     repo = Repo.discover(cwd)
     secret = load_secret(env, repo.root)
-    control = open_control(repo)
+    control = open_control(repo, secret)
     wt = open_worktree(repo, control, goal_id)
     if wt is None:
         raise InvalidInput(

@@ -27,7 +27,7 @@ def replay(
     check_goal_id(goal_id, "goal id")
     repo = Repo.discover(cwd)
     secret = load_secret(env, repo.root)
-    control = open_control(repo)
+    control = open_control(repo, secret)
     with locate(repo, control, goal_id) as found:
         ledger = Ledger(found.paths.events, goal_id, secret.goal_key(goal_id))
         if fmt == "html":

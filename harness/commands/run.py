@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, TextIO
 
 from harness.cell import TERMINAL, WAITING, Cell, parse_cell
-from harness.config import ConfigCache
 from harness.control import Control, open_control
 from harness.decisions import bound_to
 from harness.errors import Busy, HarnessError, InvalidInput, TrustFailure, interruptible
@@ -47,7 +46,7 @@ def run(
         check_goal_id(goal_id, "goal id")  # before any lock file or worktree path is made
     repo = Repo.discover(cwd)
     secret = load_secret(env, repo.root)
-    control = open_control(repo, ConfigCache(repo.harness_dir() / "cache", secret.cache_key()))
+    control = open_control(repo, secret)
     remote: Remote | None = None
     if push is not None:
         from harness.remote import Remote

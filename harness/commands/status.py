@@ -26,7 +26,7 @@ def status(
         check_goal_id(goal_id, "goal id")
     repo = Repo.discover(cwd)
     secret = load_secret(env, repo.root)
-    control = open_control(repo)
+    control = open_control(repo, secret)
     prefix = control.config.branch_prefix
     heads = branch_heads(repo.root, prefix)
     ids = goal_ids or sorted(set(control.goal_ids()) | {b[len(prefix) :] for b in heads})

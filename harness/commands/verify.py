@@ -25,7 +25,7 @@ def verify(
         check_goal_id(goal_id, "goal id")
     repo = Repo.discover(cwd)
     secret = load_secret(env, repo.root)
-    control = open_control(repo)
+    control = open_control(repo, secret)
     ids = goal_ids or _goals_with_records(repo, control)
     results = [_result(repo, control, secret, goal_id) for goal_id in ids]
     worst = max((r.get("exit_code", 0) for r in results), default=0)
