@@ -791,17 +791,22 @@ def bench_ledger(repo: Managed, events: int, small: int, reps: int, only: set[st
 
 def bench_checkpoint(repo: Managed, wt: Path, planned: Iterator[Planned], reps: int) -> None:
     """One step boundary as the controller does it (append, cell, report, commit) against
-    `git add -A && git commit` of the same bytes in a second worktree at the same commit."""
+    `git add -A && git commit` of the same bytes in a clone of the goal's branch.
+
+    The clone has its own object store on purpose: a second worktree of the same
+    repository would find every blob the harness had just written already there and skip
+    compressing it, which is most of the work of a commit that adds ledger bytes."""
     other = repo.root.parent / "checkpoint-baseline"
     git(
-        repo.root,
-        "worktree",
-        "add",
+        repo.root.parent,
+        "clone",
         "-q",
-        "-b",
-        "bench/checkpoint-baseline",
-        str(other),
+        "--no-local",
+        "--single-branch",
+        "--branch",
         f"harness/{CHECKPOINT_GOAL}",
+        str(repo.root),
+        str(other),
     )
     paths = GoalPaths(wt, CHECKPOINT_GOAL)
     key = goal_key(CHECKPOINT_GOAL)
