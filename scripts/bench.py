@@ -789,6 +789,44 @@ def bench_ledger(repo: Managed, events: int, small: int, reps: int, only: set[st
         )
 
 
+def check_named_corruption(repo: Managed, events: int) -> None:
+    """Edit one event in a middle segment of the big ledger and require `harness verify
+    --json` to name that segment and line (issue 5, done-when 3); the bytes are put back."""
+    folder = repo.root / ".harness" / "worktrees" / BIG_GOAL / "ledger" / BIG_GOAL / "events"
+    segments = sorted(folder.iterdir())
+    segment = segments[len(segments) // 2]
+    original = segment.read_bytes()
+    lines = original.splitlines(keepends=True)
+    line_no = min(1234, len(lines))
+    edited = lines[line_no - 1].replace(b'"ts":"2', b'"ts":"1', 1)  # year 2xxx -> 1xxx
+    if edited == lines[line_no - 1]:
+        raise SystemExit(f"bench: line {line_no} of {segment.name} has no timestamp to edit")
+    segment.write_bytes(b"".join([*lines[: line_no - 1], edited, *lines[line_no:]]))
+    try:
+        started = time.perf_counter()
+        proc = subprocess.run(
+            [*harness_cmd(), "verify", "--json", BIG_GOAL],
+            cwd=repo.root,
+            env=harness_env(),
+            capture_output=True,
+        )
+        seconds = time.perf_counter() - started
+    finally:
+        segment.write_bytes(original)
+    failure = json.loads(proc.stdout)["goals"][0].get("failure", {})
+    named = (failure.get("segment"), failure.get("line"))
+    if proc.returncode != 3 or named != (segment.name, line_no):
+        raise SystemExit(
+            f"bench: verify --json did not name {segment.name} line {line_no} "
+            f"(exit {proc.returncode}, {failure})"
+        )
+    say(
+        f"verify_1m corruption: edited line {line_no} of {segment.name} (segment "
+        f"{len(segments) // 2 + 1} of {len(segments)}, {events:,} events); verify --json named "
+        f"segment {named[0]} line {named[1]}, exit 3, in {seconds:.1f} s"
+    )
+
+
 def bench_checkpoint(repo: Managed, wt: Path, planned: Iterator[Planned], reps: int) -> None:
     """One step boundary as the controller does it (append, cell, report, commit) against
     `git add -A && git commit` of the same bytes in a clone of the goal's branch.
@@ -956,6 +994,8 @@ def main(argv: list[str] | None = None) -> int:
                 generated_worktree(audit, SMALL_GOAL, small)
             if only & {"verify_1m", "replay_1m", "verify_memory"}:
                 bench_ledger(audit, args.events, small, args.reps, only)
+            if "verify_1m" in only:
+                check_named_corruption(audit, args.events)
             if "checkpoint" in only:
                 wt, rest = generated_worktree(audit, CHECKPOINT_GOAL, CHECKPOINT_EVENTS)
                 bench_checkpoint(audit, wt, rest, args.reps)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from pathlib import Path
 
 import pytest
 
@@ -131,6 +132,27 @@ def test_corrupt_line_before_the_last_is_refused(tmp_path):
     path.write_bytes(b"".join(lines))
     with pytest.raises(LedgerBroken, match="line 2: not a ledger line"):
         Ledger(tmp_path / "events", "g1", KEY).load()
+
+
+def test_an_edited_event_is_named_by_its_segment_and_line_in_any_segment(tmp_path):
+    """What `verify --json` reports: the exact segment and line, across many segments (the
+    1,000,000-event case is checked by scripts/bench on every run of verify_1m)."""
+    _fill(_ledger(tmp_path, segment_bytes=2000), 300)
+    segments = sorted((tmp_path / "events").iterdir())
+    assert len(segments) > 40
+    for segment in (segments[0], segments[len(segments) // 2], segments[-1]):
+        original = segment.read_bytes()
+        lines = original.splitlines(keepends=True)
+        for line_no in (1, len(lines)):
+            edited = list(lines)
+            edited[line_no - 1] = edited[line_no - 1].replace(b'"ts":"t', b'"ts":"T', 1)
+            segment.write_bytes(b"".join(edited))
+            with pytest.raises(LedgerBroken) as caught:
+                Ledger(tmp_path / "events", "g1", KEY).load()
+            assert (Path(caught.value.path).name, caught.value.line) == (segment.name, line_no)
+            assert "MAC does not match" in str(caught.value)
+        segment.write_bytes(original)
+    assert len(Ledger(tmp_path / "events", "g1", KEY).load()) == 300
 
 
 def test_oversized_event_data_is_an_internal_error(tmp_path):
