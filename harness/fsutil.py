@@ -5,7 +5,6 @@ from __future__ import annotations
 import errno
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +58,8 @@ def atomic_write(path: Path, data: bytes, mode: int = 0o644) -> None:
 
 
 def _atomic_write(path: Path, data: bytes, mode: int) -> None:
+    import tempfile  # ~4 ms to import (shutil, random): only commands that write pay it
+
     folder = path.parent
     folder.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)

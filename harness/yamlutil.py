@@ -14,7 +14,6 @@ import json
 import math
 import os
 from collections.abc import Iterable, Mapping
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -82,6 +81,8 @@ def validate(instance: object, schema_name: str, source: str) -> None:
 
 def load_schema(schema_name: str) -> dict[str, Any]:
     """A schema shipped as package data (harness/schema/*.json)."""
+    from importlib import resources
+
     text = resources.files("harness").joinpath("schema", schema_name).read_text("utf-8")
     schema: dict[str, Any] = json.loads(text)
     return schema
