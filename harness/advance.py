@@ -24,8 +24,8 @@ from harness.workspace import branch_name, ensure_worktree, open_worktree
 def advance_goal(
     repo: Repo, ctx: RunContext, goal_id: str, extra: Sequence[SignedRecord] = ()
 ) -> Cell:
-    """Verify, then move one goal on. The caller holds its lock (and has found, with
-    `commands.run.resting`, that the goal is not simply waiting).
+    """Verify, then move one goal on. The caller holds its lock (`harness run` calls this
+    only after `commands.run.resting` found the goal has something to do).
 
     `extra` holds decision records not yet on the control ref (a `harness ship` acting at
     once); they are checked exactly like the committed ones.
