@@ -7,6 +7,7 @@ caller, so `control_ref` stays None here when the file does not name one.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import re
@@ -132,7 +133,9 @@ class ConfigCache:
     (PyYAML and jsonschema take ~80 ms to import). An entry holds the validated mapping
     for one file's SHA-256 under an HMAC with a key derived from the secret, so an agent
     that can write `.git/harness/` cannot plant a config: an entry that does not verify is
-    ignored and the file is parsed again. The typed checks in `_config_from` run every time.
+    ignored and the file is parsed again. The MAC also covers the schema's SHA-256, so an
+    entry made before the schema changed (an upgrade) is not taken as valid under the new
+    one. The typed checks in `_config_from` run every time.
     """
 
     folder: Path
@@ -144,7 +147,9 @@ class ConfigCache:
         return self.folder / f"config-{digest}.json", digest
 
     def _mac(self, digest: str, body: bytes) -> str:
-        signed = b"goal-harness config-cache v1\x00" + digest.encode() + b"\x00" + body
+        signed = b"\x00".join(
+            [b"goal-harness config-cache v1", _schema_sha256().encode(), digest.encode(), body]
+        )
         return hmac.new(self.key, signed, hashlib.sha256).hexdigest()
 
     def recall(self, data: bytes) -> Mapping[str, Any] | None:
@@ -179,6 +184,11 @@ class ConfigCache:
         entries = sorted(self.folder.glob("config-*.json"), key=lambda p: p.stat().st_mtime)
         for old in entries[: -self.keep]:
             old.unlink(missing_ok=True)
+
+
+@functools.cache
+def _schema_sha256() -> str:
+    return hashlib.sha256((Path(__file__).parent / "schema" / SCHEMA).read_bytes()).hexdigest()
 
 
 def _config_from(raw: Mapping[str, Any], source: str) -> Config:

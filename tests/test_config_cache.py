@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+import harness
+from harness import config as config_module
 from harness.config import ConfigCache, parse_config
 from harness.errors import InvalidInput
 from harness.fsutil import canonical_json
@@ -19,6 +21,7 @@ from tests.managed import SECRET, git
 SOURCE = ".harness/config.yaml"
 CONFIG = b"branch_prefix: team/\ndefaults:\n  budget:\n    max_iterations: 2\n"
 KEY = Secret(SECRET.encode()).cache_key()
+SCHEMA_FILE = Path(harness.__file__).parent / "schema" / "config.schema.json"
 
 
 def entry_path(folder: Path, data: bytes) -> Path:
@@ -33,7 +36,9 @@ def test_a_parsed_config_is_remembered_under_its_sha256_with_a_mac(tmp_path: Pat
     assert entry["raw"] == raw
     # The documented MAC, recomputed here independently of the code that made it.
     digest = hashlib.sha256(CONFIG).hexdigest().encode()
-    signed = b"goal-harness config-cache v1\x00" + digest + b"\x00" + canonical_json(raw)
+    schema = hashlib.sha256(SCHEMA_FILE.read_bytes()).hexdigest().encode()
+    label = b"goal-harness config-cache v1"
+    signed = b"\x00".join([label, schema, digest, canonical_json(raw)])
     assert entry["mac"] == hmac.new(KEY, signed, hashlib.sha256).hexdigest()
     assert parse_config(CONFIG, SOURCE, cache) == config == parse_config(CONFIG, SOURCE)
 
@@ -55,6 +60,20 @@ def test_an_entry_is_used_only_with_its_mac_and_for_its_own_bytes(tmp_path: Path
         entry_path(tmp_path, CONFIG).write_bytes(garbage)
         assert cache.recall(CONFIG) is None
         assert parse_config(CONFIG, SOURCE, cache).branch_prefix == "team/"
+
+
+def test_an_entry_made_under_another_schema_is_not_used(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After an upgrade that changes the schema, old entries must be validated again (the
+    schema file cannot be changed in place here without affecting other tests)."""
+    cache = ConfigCache(tmp_path, KEY)
+    with monkeypatch.context() as patched:
+        patched.setattr(config_module, "_schema_sha256", lambda: "0" * 64)
+        cache.remember(CONFIG, {"branch_prefix": "old-schema/"})
+        assert cache.recall(CONFIG) == {"branch_prefix": "old-schema/"}
+    assert cache.recall(CONFIG) is None
+    assert parse_config(CONFIG, SOURCE, cache).branch_prefix == "team/"
 
 
 def test_an_invalid_config_is_never_remembered_and_an_edit_is_read_afresh(tmp_path: Path) -> None:

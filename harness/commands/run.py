@@ -198,8 +198,9 @@ def resting(repo: Repo, control: Control, secret: Secret, goal_id: str) -> Cell 
 
     A finished goal, or one waiting at a gate whose goal file and owners are unchanged and
     for which no decision names its exact state, needs no ledger scan, no goal parsing and
-    no git process of its own (the Control's one `cat-file` reads its file and approvals). Anything else (or a cell that does not verify) takes the full path, which
-    checks everything and refuses what it must.
+    no git process of its own (the Control's `cat-file` reads its file and approvals).
+    Anything else (or a cell that does not verify) takes the full path, which checks
+    everything and refuses what it must.
     """
     path = repo.worktree_path(goal_id) / "ledger" / goal_id / "state.json"
     try:
