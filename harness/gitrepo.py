@@ -337,6 +337,11 @@ class ObjectReader:
             data = proc.stdout.read(int(parts[2]) + 1) if found else b""
         except (OSError, ValueError):
             header, found, data = b"", False, b""
+        except BaseException:
+            # Cut off half-way (a signal): an answer may still be on its way, and the next
+            # read must never take it for its own. A new process starts clean.
+            self.close()
+            raise
         if not header or (found and not data.endswith(b"\n")):
             self.close()
             raise GitError(f"git cat-file --batch stopped answering in {self._root}")

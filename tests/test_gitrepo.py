@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -84,6 +85,37 @@ def test_a_closed_reader_starts_again_and_a_dead_one_is_an_error(repo: Path) -> 
     with pytest.raises(GitError, match="stopped answering"):
         reader.blob("main:goals/a.yaml")
     assert reader.blob("main:goals/a.yaml") == b"id: a\n"  # a new process after the error
+    reader.close()
+
+
+class _CutOffOnce:
+    """git's output as the reader sees it, interrupted (as by a signal) before the first
+    answer is read: that answer stays in the pipe."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner, self.cut = inner, False
+
+    def readline(self) -> bytes:
+        if not self.cut:
+            self.cut = True
+            raise KeyboardInterrupt
+        return bytes(self.inner.readline())
+
+    def read(self, size: int) -> bytes:
+        return bytes(self.inner.read(size))
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+def test_a_read_cut_off_half_way_never_hands_its_answer_to_the_next(repo: Path) -> None:
+    reader = ObjectReader(repo)
+    assert reader.blob("main:goals/a.yaml") == b"id: a\n"
+    assert reader._proc is not None  # the signal cannot be timed into a real read
+    reader._proc.stdout = _CutOffOnce(reader._proc.stdout)  # type: ignore[assignment]
+    with pytest.raises(KeyboardInterrupt):
+        reader.blob("main:empty")
+    assert reader.blob("main:goals/a.yaml") == b"id: a\n"  # not the empty file's answer
     reader.close()
 
 
