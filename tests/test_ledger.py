@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from harness.ledger import GENESIS, Ledger, LedgerBroken, Position
 
@@ -162,3 +165,76 @@ def test_oversized_event_data_is_an_internal_error(tmp_path):
     with pytest.raises(HarnessError, match="exceeds"):
         ledger.append("x", None, 0, {"blob": "a" * 70_000}, "t")
     assert not (tmp_path / "events" / "000001.jsonl").exists()
+
+
+# ---- the fast path agrees with the strict one ------------------------------------------
+
+_BASE_EVENT = {
+    "v": 1,
+    "seq": 1,
+    "ts": "2026-11-29T08:00:00.000Z",
+    "type": "step.started",
+    "goal": "g1",
+    "step": "build",
+    "iter": 1,
+    "data": {"call_id": "c1", "note": "é ☃"},
+    "prev": GENESIS,
+}
+_VALUES = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-3, 3),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=8),
+    st.just(GENESIS),
+    st.just("g1"),
+    st.lists(st.integers(0, 2), max_size=2),
+    st.dictionaries(st.text(max_size=3), st.integers(0, 2), max_size=2),
+)
+_SERIALIZATIONS = (
+    lambda e: json.dumps(e, sort_keys=True, separators=(",", ":"), ensure_ascii=False),
+    lambda e: json.dumps(e, sort_keys=True, separators=(",", ":")),  # \u escapes
+    lambda e: json.dumps(e),  # spaces, insertion order
+    lambda e: " " + json.dumps(e, separators=(",", ":")) + " ",
+    lambda e: "\ufeff" + json.dumps(e, separators=(",", ":")),
+)
+
+
+def _signed_line(body: bytes) -> bytes:
+    """A line whose MAC is valid for any body: what a holder of the key could write."""
+    mac = hmac.new(KEY, b"harness-event\x00" + body, hashlib.sha256).hexdigest().encode()
+    return b'{"e":' + body + b',"mac":"' + mac + b'"}\n'
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    changes=st.dictionaries(st.sampled_from([*_BASE_EVENT, "extra"]), _VALUES, max_size=2),
+    dropped=st.sets(st.sampled_from(list(_BASE_EVENT)), max_size=1),
+    serialize=st.sampled_from(_SERIALIZATIONS),
+    encoding=st.sampled_from(["utf-8", "utf-16"]),
+    flip=st.one_of(st.none(), st.tuples(st.integers(0, 10_000), st.integers(0, 255))),
+)
+def test_the_fast_path_accepts_only_what_the_strict_path_accepts_and_reads_it_alike(
+    tmp_path_factory, changes, dropped, serialize, encoding, flip
+):
+    """Ledger._accept (the fast path) may decline a line, but must never accept one that
+    Ledger._verify refuses, nor read an accepted one differently. Lines are made by a key
+    holder (valid MACs over odd bodies) and, optionally, then damaged in one byte."""
+    event = {k: v for k, v in {**_BASE_EVENT, **changes}.items() if k not in dropped}
+    try:
+        body = serialize(event).encode(encoding)
+    except (ValueError, UnicodeEncodeError):
+        return
+    line = _signed_line(body)
+    if flip is not None:
+        at = flip[0] % len(line)
+        line = line[:at] + bytes([flip[1]]) + line[at + 1 :]
+    folder = tmp_path_factory.mktemp("fast")
+    ledger = Ledger(folder / "events", "g1", KEY)
+    fast = ledger._accept(line, "000001.jsonl", 1, 0, GENESIS, len(line))
+    try:
+        strict = ledger._verify(line, folder / "000001.jsonl", 1, Position(0, GENESIS), len(line))
+    except LedgerBroken:
+        assert fast is None
+        return
+    assert fast is None or fast == strict
