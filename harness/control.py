@@ -141,9 +141,10 @@ def open_control(repo: Repo, secret: Secret | None = None) -> Control:
     for the goal files and approvals read later and ends when it is collected. Given the
     secret, a config validated before is taken from the machine's cache (ConfigCache).
     """
-    cache = (
-        None if secret is None else ConfigCache(repo.harness_dir() / "cache", secret.cache_key())
-    )
+    # Not repo.harness_dir(), which creates the folder: verify and replay must work where
+    # .git cannot be written (the cache is written only if it can be).
+    folder = repo.common_dir / "harness" / "cache"
+    cache = None if secret is None else ConfigCache(folder, secret.cache_key())
     objects = ObjectReader(repo.root)
     try:
         default_ref = repo.checked_out_ref()

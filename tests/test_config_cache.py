@@ -6,6 +6,7 @@ import hashlib
 import hmac
 import json
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -124,3 +125,15 @@ def test_run_trusts_only_an_entry_the_secret_vouches_for(managed, tmp_path: Path
     repo.harness("run", "--max-steps", "1", check=0)
     branches = git(repo.root, "branch", "--list", "--format=%(refname:short)").split()
     assert "vouched/g1" in branches
+
+
+def test_verify_and_replay_work_where_the_cache_cannot_be_written(managed) -> None:  # type: ignore[no-untyped-def]
+    """An auditor's copy may not let the harness write into .git: the cache is optional."""
+    repo = managed(files={SOURCE: CONFIG.decode()})
+    repo.harness("run", "--max-steps", "2", check=0)
+    state = repo.root / ".git" / "harness"
+    shutil.rmtree(state)
+    state.write_text("not a folder: nothing can be created below it\n")
+    assert repo.harness("verify", "g1", check=0).stdout.startswith("ok g1: ")
+    replayed = repo.harness("replay", "g1", check=0).stdout
+    assert "build[1] started" in replayed
