@@ -18,6 +18,8 @@ from typing import Any
 
 import yaml
 
+from harness.commands.demo import make_owner_key
+
 SECRET = "test-secret-0123456789abcdef0123456789abcdef"
 OWNER = "owner@example.com"
 
@@ -29,23 +31,7 @@ class Key:
 
 
 def make_key(folder: Path, name: str) -> Key:
-    from cryptography.hazmat.primitives import serialization
-    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-
-    key = Ed25519PrivateKey.generate()
-    private = key.private_bytes(
-        serialization.Encoding.PEM,
-        serialization.PrivateFormat.OpenSSH,
-        serialization.NoEncryption(),
-    )
-    public = key.public_key().public_bytes(
-        serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH
-    )
-    path = folder / name
-    path.write_bytes(private)
-    path.chmod(0o600)
-    (folder / f"{name}.pub").write_bytes(public + b"\n")
-    return Key(path, public.decode())
+    return Key(*make_owner_key(folder, name))
 
 
 # The agent: behaviour chosen by the test through AGENT_MODE in its own file.

@@ -92,8 +92,9 @@ def _python() -> str:
     return "python3" if shutil.which("python3") else sys.executable
 
 
-def make_owner_key(folder: Path) -> tuple[Path, str]:
-    """An ed25519 key in OpenSSH format, made without ssh-keygen."""
+def make_owner_key(folder: Path, name: str = "owner") -> tuple[Path, str]:
+    """An ed25519 key in OpenSSH format, made without ssh-keygen: `folder/name` (mode 0600)
+    and `folder/name.pub`; returns the private key's path and the public key line."""
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
@@ -107,10 +108,10 @@ def make_owner_key(folder: Path) -> tuple[Path, str]:
         serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH
     )
     folder.mkdir(parents=True, exist_ok=True)
-    path = folder / "owner"
+    path = folder / name
     path.write_bytes(private)
     path.chmod(0o600)
-    (folder / "owner.pub").write_bytes(public + b"\n")
+    (folder / f"{name}.pub").write_bytes(public + b"\n")
     return path, public.decode()
 
 
