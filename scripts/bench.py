@@ -12,6 +12,10 @@ with `Ledger.append`'s for the same events, and every timed `harness verify` mus
 the generated goal as ok, which proves the lines, the chain, the MACs, the folded cell and
 the approval all check out. Past BLOCK events the planned events repeat (sequence, chain,
 time and MAC stay unique per line), so a million events take seconds, not minutes.
+
+With verify_1m, one event in a middle segment of the big ledger is then edited and
+`harness verify --json` must name exactly its segment and line (the bytes are put back);
+any other answer stops the bench.
 """
 
 from __future__ import annotations
