@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import subprocess
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -31,6 +32,8 @@ GIT_LOCATING = (
     "GIT_CONFIG_COUNT",
 )
 _NEVER_TO_GIT = ("HARNESS_SECRET", "HARNESS_SECRET_FILE", "HARNESS_KEY_PASSPHRASE")
+# A branch HEAD as git writes it, for names of plain characters only (others ask git).
+_PLAIN_HEAD = re.compile(r"ref: (refs/heads/[A-Za-z0-9][A-Za-z0-9._/-]*)")
 _SAFE_CONFIG = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false")
 HARNESS_NAME = "goal-harness"
 HARNESS_EMAIL = "harness@goal-harness.invalid"
@@ -121,10 +124,12 @@ class Repo:
             head = (self.common_dir / "HEAD").read_text("utf-8").strip()
         except (OSError, UnicodeDecodeError):
             head = ""
-        # What `git symbolic-ref HEAD` would say, read without a process; anything else
-        # (a reftable repository's placeholder, a detached or odd HEAD) asks git.
-        if head.startswith("ref: refs/heads/") and not head.endswith("/.invalid"):
-            return head.removeprefix("ref: ")
+        # What `git symbolic-ref HEAD` would say, read without a process, for a plain branch
+        # name whose ref is not itself symbolic; anything else (a reftable repository's
+        # placeholder, a detached HEAD, odd bytes, a chain of symbolic refs) asks git.
+        match = _PLAIN_HEAD.fullmatch(head)
+        if match and not self._is_symbolic(match[1]):
+            return match[1]
         proc = run_git(["symbolic-ref", "-q", "HEAD"], self.root, check=False)
         if proc.returncode == 0:
             return proc.stdout.decode().strip()
@@ -132,6 +137,12 @@ class Repo:
         if commit is None:
             raise InvalidInput(f"{self.root}: the repository has no commits yet; commit first")
         return commit
+
+    def _is_symbolic(self, ref: str) -> bool:
+        try:
+            return (self.common_dir / ref).read_bytes().startswith(b"ref:")
+        except OSError:
+            return False  # packed, or not born yet: a plain ref
 
     def read_blob(self, ref: str, path: str) -> bytes | None:
         proc = run_git(["cat-file", "blob", f"{ref}:{path}"], self.root, check=False)
@@ -324,7 +335,7 @@ class ObjectReader:
 
     def read(self, spec: str) -> tuple[str, str, bytes] | None:
         """(object id, type, content) of `<rev>` or `<rev>:<path>`, or None when absent."""
-        if "\n" in spec or not spec:
+        if not spec or "\n" in spec or "\0" in spec:  # one request per line; git stops at NUL
             return None
         proc = self._start()
         assert proc.stdin is not None and proc.stdout is not None
@@ -355,7 +366,7 @@ class ObjectReader:
 
     def commit_id(self, rev: str) -> str | None:
         found = self.read(f"{rev}^{{commit}}")
-        return found[0] if found is not None else None
+        return found[0] if found is not None and found[1] == "commit" else None
 
     def names(self, spec: str) -> list[str]:
         """Entry names of the tree at `spec` (empty when it is absent or not a tree)."""
@@ -364,11 +375,16 @@ class ObjectReader:
             return []
         oid_bytes = len(found[0]) // 2
         data, names, offset = found[2], [], 0
-        while offset < len(data):
-            space = data.index(b" ", offset)
-            nul = data.index(b"\0", space)
-            names.append(data[space + 1 : nul].decode("utf-8", "replace"))
-            offset = nul + 1 + oid_bytes
+        try:
+            while offset < len(data):
+                space = data.index(b" ", offset)
+                nul = data.index(b"\0", space)
+                names.append(data[space + 1 : nul].decode("utf-8", "replace"))
+                offset = nul + 1 + oid_bytes
+        except ValueError:
+            raise GitError(f"{spec}: the git tree object is malformed") from None
+        if offset != len(data):
+            raise GitError(f"{spec}: the git tree object is malformed")
         return names
 
     def _start(self) -> subprocess.Popen[bytes]:

@@ -151,3 +151,39 @@ def test_checked_out_ref_is_the_branch_or_the_detached_commit(repo: Path, tmp_pa
     empty = tmp_path / "empty"
     git(tmp_path, "init", "-q", "-b", "trunk", str(empty))
     assert Repo.discover(empty).checked_out_ref() == "refs/heads/trunk"
+
+
+def test_an_odd_head_file_is_read_by_git_not_taken_as_it_stands(repo: Path) -> None:
+    found = Repo.discover(repo)
+    head = repo / ".git" / "HEAD"
+    head.write_bytes(b"ref: refs/heads/main\0\x1b[2K\x1b[1Gharness: all fine\n")
+    assert found.checked_out_ref() == git(repo, "symbolic-ref", "-q", "HEAD")
+    assert "\x1b" not in found.checked_out_ref()
+    git(repo, "branch", "other")
+    git(repo, "symbolic-ref", "refs/heads/alias", "refs/heads/other")
+    head.write_text("ref: refs/heads/alias\n")
+    assert found.checked_out_ref() == git(repo, "symbolic-ref", "-q", "HEAD")
+
+
+def test_a_malformed_tree_is_an_error_and_only_commits_are_commits(repo: Path) -> None:
+    bad = (
+        subprocess.run(
+            ["git", "hash-object", "-t", "tree", "--literally", "-w", "--stdin"],
+            cwd=repo,
+            input=b"100644 no-nul-and-no-id",
+            capture_output=True,
+            check=True,
+        )
+        .stdout.decode()
+        .strip()
+    )
+    tree = git(repo, "rev-parse", "HEAD^{tree}")
+    reader = ObjectReader(repo)
+    try:
+        with pytest.raises(GitError, match="malformed"):
+            reader.names(bad)
+        assert reader.commit_id(tree) is None
+        assert reader.commit_id("HEAD") == git(repo, "rev-parse", "HEAD")
+        assert reader.blob("main:goals/a.yaml\0junk") is None
+    finally:
+        reader.close()
