@@ -19,7 +19,7 @@ from harness.approval import (
 from harness.config import Config, ConfigCache, parse_config
 from harness.errors import InvalidInput, TrustFailure
 from harness.gitrepo import ObjectReader, Repo
-from harness.goal import Goal, check_goal_id, parse_goal
+from harness.goal import GOAL_ID_RE, Goal, check_goal_id, parse_goal
 
 if TYPE_CHECKING:
     from harness.lessons import Lesson
@@ -69,6 +69,17 @@ class Control:
             raise TrustFailure(f"{exc}; nothing runs until .harness/owners is fixed") from None
 
     def goal_ids(self) -> list[str]:
+        """The goals on the control ref: `goals/<id>.yaml` files named by a valid id."""
+        return [stem for stem in self._goal_stems() if GOAL_ID_RE.fullmatch(stem)]
+
+    def misnamed_goal_files(self) -> list[str]:
+        """Stems of `goals/*.yaml` files whose names are not goal ids: never goals."""
+        return [stem for stem in self._goal_stems() if not GOAL_ID_RE.fullmatch(stem)]
+
+    def _goal_stems(self) -> list[str]:
+        return self._once("goal_stems", self._read_goal_stems)
+
+    def _read_goal_stems(self) -> list[str]:
         names = self.objects.names(f"{self.commit}:goals")
         return sorted(n[: -len(".yaml")] for n in names if n.endswith(".yaml"))
 

@@ -126,6 +126,15 @@ class Goal:
     source: str  # the path used in messages, e.g. "goals/fix-login.yaml"
 
 
+def goal_source(goal_id: str) -> str:
+    """`goals/<id>.yaml` as a message names it. A name that is not a goal id is shown quoted
+    and escaped: a file name may hold a newline or a terminal escape, and no message may
+    print a line of its own."""
+    if GOAL_ID_RE.fullmatch(goal_id):
+        return f"goals/{goal_id}.yaml"
+    return f"goals/{show_value(goal_id + '.yaml')}"
+
+
 def check_goal_id(goal_id: str, source: str) -> str:
     """The id itself when it is a valid goal id; InvalidInput naming the problem otherwise."""
     # fullmatch: with search or match, "$" would accept a trailing newline.

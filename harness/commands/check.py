@@ -13,7 +13,7 @@ from harness.config import Config, parse_config
 from harness.control import CONFIG_PATH, OWNERS_PATH
 from harness.errors import HarnessError, InvalidInput
 from harness.gitrepo import Repo
-from harness.goal import MAX_GOAL_FILE_BYTES, check_goal_id, parse_goal
+from harness.goal import MAX_GOAL_FILE_BYTES, check_goal_id, goal_source, parse_goal
 
 T = TypeVar("T")
 
@@ -71,7 +71,7 @@ def _owners(root: Path) -> tuple[Owner, ...]:
 def _check_goal(
     root: Path, goal_id: str, config: Config, owners: tuple[Owner, ...] | None, notes: list[str]
 ) -> None:
-    check_goal_id(goal_id, f"goals/{goal_id}.yaml")
+    check_goal_id(goal_id, goal_source(goal_id))
     path = root / "goals" / f"{goal_id}.yaml"
     if not path.is_file():
         raise InvalidInput(f"goals/{goal_id}.yaml: no such goal file")

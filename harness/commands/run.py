@@ -13,11 +13,19 @@ from typing import IO, TYPE_CHECKING, Any, TextIO
 from harness.cell import TERMINAL, WAITING, Cell, parse_cell
 from harness.control import Control, open_control
 from harness.decisions import bound_to
-from harness.errors import Busy, HarnessError, InvalidInput, TrustFailure, interruptible
+from harness.errors import (
+    Busy,
+    HarnessError,
+    InvalidInput,
+    TrustFailure,
+    interruptible,
+    invalid,
+)
 from harness.gitrepo import Repo
-from harness.goal import check_goal_id
+from harness.goal import GOAL_ID_EXPECTED, check_goal_id, goal_source
 from harness.lock import GoalLock
 from harness.secret import Secret, load_secret
+from harness.yamlutil import show_value
 
 # The loop itself (harness.advance, the controller, the remote) is imported only when a
 # goal has something to do: a run that finds every goal resting stays a short process.
@@ -54,10 +62,13 @@ def run(
         remote = Remote.check(repo, push)
         remote.fetch(control.config.branch_prefix)
     ids = goal_ids or control.goal_ids()
+    misnamed = [] if goal_ids else control.misnamed_goal_files()
+    outcomes = [_misnamed(stem, err, quiet=as_json) for stem in misnamed]
     if jobs > 1 and len(ids) > 1 and not as_json:
         options = [*(["--max-steps", str(max_steps)] if max_steps else [])]
         options += ["--push", push] if push else []
-        return _overall(run_parallel(repo.root, ids, options, jobs, env, out, err))
+        codes = run_parallel(repo.root, ids, options, jobs, env, out, err)
+        return _overall([*(o["exit_code"] for o in outcomes), *codes])
     lines: list[str] = []
 
     def print_line(line: str) -> None:
@@ -98,7 +109,6 @@ def run(
 
         return advance_goal(repo, context(), goal_id)
 
-    outcomes = []
     with interruptible():
         for goal_id in ids:
             before = len(lines)
@@ -128,6 +138,20 @@ def _overall(codes: list[int]) -> int:
     if codes and all(code == Busy.exit_code for code in codes):
         return Busy.exit_code
     return max((c for c in codes if c != Busy.exit_code), default=0)
+
+
+def _misnamed(stem: str, err: TextIO, quiet: bool) -> dict[str, Any]:
+    """A `goals/*.yaml` file whose name is not a goal id: reported, never run or locked."""
+    exc = invalid(goal_source(stem), "", "the file name is not a goal id", GOAL_ID_EXPECTED)
+    if not quiet:
+        err.write(f"harness: {show_value(stem)}: error: {exc}\n")
+    return {
+        "id": stem,
+        "result": "error",
+        "exit_code": exc.exit_code,
+        "message": str(exc),
+        "lines": [],
+    }
 
 
 def _run_one(

@@ -11,7 +11,7 @@ from harness.approval import find_run_approval
 from harness.control import Control, open_control
 from harness.errors import HarnessError
 from harness.gitrepo import Repo, branch_heads
-from harness.goal import check_goal_id
+from harness.goal import GOAL_ID_RE, check_goal_id
 from harness.hydrate import load
 from harness.ledger import LedgerBroken
 from harness.secret import Secret, load_secret
@@ -41,7 +41,8 @@ def _goals_with_records(repo: Repo, control: Control) -> list[str]:
     ids = {b[len(prefix) :] for b in branch_heads(repo.root, prefix)}
     folder = repo.root / "ledger"
     ids |= {p.name for p in folder.iterdir() if p.is_dir()} if folder.is_dir() else set()
-    return sorted(ids)
+    # Only goal ids name goals (a folder name may hold anything, a newline included).
+    return sorted(i for i in ids if GOAL_ID_RE.fullmatch(i))
 
 
 def _result(repo: Repo, control: Control, secret: Secret, goal_id: str) -> dict[str, Any]:
