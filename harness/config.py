@@ -10,20 +10,23 @@ from __future__ import annotations
 import functools
 import hashlib
 import hmac
+import os
 import re
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from harness import yamlutil
+from harness import __version__, yamlutil
 from harness.errors import StorageFailure, invalid
 from harness.fsutil import atomic_write, canonical_json, strict_json_loads
 from harness.goal import Budget, Halt, budget_from, halt_from, parse_duration
 from harness.yamlutil import show_value
 
 MAX_CONFIG_FILE_BYTES = 256 * 1024
+_MAX_ENTRY_BYTES = 4 * MAX_CONFIG_FILE_BYTES  # a config's mapping as JSON, with room to spare
 SCHEMA = "config.schema.json"
 DESTRUCTIVE_CLASSES = (
     "schema_change",
@@ -133,9 +136,9 @@ class ConfigCache:
     (PyYAML and jsonschema take ~80 ms to import). An entry holds the validated mapping
     for one file's SHA-256 under an HMAC with a key derived from the secret, so an agent
     that can write `.git/harness/` cannot plant a config: an entry that does not verify is
-    ignored and the file is parsed again. The MAC also covers the schema's SHA-256, so an
-    entry made before the schema changed (an upgrade) is not taken as valid under the new
-    one. The typed checks in `_config_from` run every time.
+    ignored and the file is parsed again. The MAC also covers the harness's version and the
+    schema's SHA-256, so an entry made before an upgrade is validated again by the new
+    code. The typed checks in `_config_from` run every time.
     """
 
     folder: Path
@@ -147,17 +150,21 @@ class ConfigCache:
         return self.folder / f"config-{digest}.json", digest
 
     def _mac(self, digest: str, body: bytes) -> str:
+        label = b"goal-harness config-cache v1"
         signed = b"\x00".join(
-            [b"goal-harness config-cache v1", _schema_sha256().encode(), digest.encode(), body]
+            [label, __version__.encode(), _schema_sha256().encode(), digest.encode(), body]
         )
         return hmac.new(self.key, signed, hashlib.sha256).hexdigest()
 
     def recall(self, data: bytes) -> Mapping[str, Any] | None:
         path, digest = self._path(data)
+        stored = _read_entry(path)
+        if stored is None:
+            return None
         try:
-            entry = strict_json_loads(path.read_bytes())
+            entry = strict_json_loads(stored)
             raw, mac = entry["raw"], entry["mac"]
-        except (OSError, ValueError, TypeError, KeyError):
+        except (ValueError, TypeError, KeyError):
             return None
         if not isinstance(raw, dict) or not isinstance(mac, str):
             return None
@@ -184,6 +191,20 @@ class ConfigCache:
         entries = sorted(self.folder.glob("config-*.json"), key=lambda p: p.stat().st_mtime)
         for old in entries[: -self.keep]:
             old.unlink(missing_ok=True)
+
+
+def _read_entry(path: Path) -> bytes | None:
+    """A cache entry's bytes, if it is a regular file of sane size. The folder is one the
+    agent can write: a FIFO must not hang the run, nor a link to /dev/zero fill memory."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(handle.fileno())
+        if not stat.S_ISREG(info.st_mode) or info.st_size > _MAX_ENTRY_BYTES:
+            return None
+        return handle.read(_MAX_ENTRY_BYTES + 1)
 
 
 @functools.cache

@@ -38,8 +38,8 @@ def test_a_parsed_config_is_remembered_under_its_sha256_with_a_mac(tmp_path: Pat
     # The documented MAC, recomputed here independently of the code that made it.
     digest = hashlib.sha256(CONFIG).hexdigest().encode()
     schema = hashlib.sha256(SCHEMA_FILE.read_bytes()).hexdigest().encode()
-    label = b"goal-harness config-cache v1"
-    signed = b"\x00".join([label, schema, digest, canonical_json(raw)])
+    label, version = b"goal-harness config-cache v1", harness.__version__.encode()
+    signed = b"\x00".join([label, version, schema, digest, canonical_json(raw)])
     assert entry["mac"] == hmac.new(KEY, signed, hashlib.sha256).hexdigest()
     assert parse_config(CONFIG, SOURCE, cache) == config == parse_config(CONFIG, SOURCE)
 
@@ -61,6 +61,23 @@ def test_an_entry_is_used_only_with_its_mac_and_for_its_own_bytes(tmp_path: Path
         entry_path(tmp_path, CONFIG).write_bytes(garbage)
         assert cache.recall(CONFIG) is None
         assert parse_config(CONFIG, SOURCE, cache).branch_prefix == "team/"
+
+
+def test_an_entry_that_is_not_a_small_regular_file_is_not_read(tmp_path: Path) -> None:
+    """The agent can write the cache folder: a FIFO must not hang a run (O_NONBLOCK), a link
+    to an endless file must not be read (O_NOFOLLOW), nor an oversized entry."""
+    cache = ConfigCache(tmp_path, KEY)
+    path = entry_path(tmp_path, CONFIG)
+    os.mkfifo(path)
+    assert cache.recall(CONFIG) is None
+    path.unlink()
+    path.symlink_to("/dev/zero")
+    assert cache.recall(CONFIG) is None
+    path.unlink()
+    parse_config(CONFIG, SOURCE, cache)
+    path.write_bytes(path.read_bytes() + b" " * (2 * 1024 * 1024))
+    assert cache.recall(CONFIG) is None
+    assert parse_config(CONFIG, SOURCE, cache).branch_prefix == "team/"
 
 
 def test_an_entry_made_under_another_schema_is_not_used(
