@@ -56,10 +56,9 @@ def _goal_started(event: Event) -> str:
 
 def _step_started(event: Event) -> str:
     lessons = event.data.get("lessons")
-    if not lessons:
-        return f"{event.step}[{event.iteration}] started"
-    given = ", ".join(ref["name"] for ref in lessons)
-    return f"{event.step}[{event.iteration}] started (lessons: {given})"
+    given = ", ".join(ref["name"] for ref in lessons) if lessons else ""
+    started = f"{event.step}[{event.iteration}] started"
+    return f"{started} (lessons: {given})" if given else started
 
 
 def _lesson_checked(event: Event) -> str:

@@ -817,9 +817,14 @@ def check_named_corruption(repo: Managed, events: int) -> None:
         seconds = time.perf_counter() - started
     finally:
         segment.write_bytes(original)
+    if proc.returncode != 3:
+        raise SystemExit(
+            f"bench: verify --json of an edited ledger exited {proc.returncode}, not 3: "
+            f"{proc.stderr.decode()[-2000:]}"
+        )
     failure = json.loads(proc.stdout)["goals"][0].get("failure", {})
     named = (failure.get("segment"), failure.get("line"))
-    if proc.returncode != 3 or named != (segment.name, line_no):
+    if named != (segment.name, line_no):
         raise SystemExit(
             f"bench: verify --json did not name {segment.name} line {line_no} "
             f"(exit {proc.returncode}, {failure})"
