@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -77,28 +78,25 @@ def run(
             out.write(line)
             out.flush()
 
-    made: list[RunContext] = []
-
+    @functools.cache
     def context() -> RunContext:
-        if not made:
-            from harness.controller import RunContext, SystemClock
-            from harness.remote import runner_id
+        """The loop's context, made (and the loop imported) for the first goal that moves."""
+        from harness.controller import RunContext, SystemClock
+        from harness.remote import runner_id
 
-            terminal = err if err.isatty() and not as_json else None
-            made.append(
-                RunContext(
-                    control,
-                    secret,
-                    clock or SystemClock(),
-                    print_line,
-                    env,
-                    max_steps,
-                    remote,
-                    runner_id(repo),
-                    terminal,
-                )
-            )
-        return made[0]
+        terminal = err if err.isatty() and not as_json else None
+        run_clock = clock or SystemClock()
+        return RunContext(
+            control,
+            secret,
+            run_clock,
+            print_line,
+            env,
+            max_steps,
+            remote,
+            runner_id(repo),
+            terminal,
+        )
 
     def advance(goal_id: str) -> Cell:
         # With --push the branch may have moved on the remote: always take the full path.
