@@ -59,15 +59,12 @@ os.environ.update(
 for _name in ("HARNESS_SECRET", "HARNESS_SECRET_FILE", "HARNESS_FAILPOINT"):
     os.environ.pop(_name, None)
 
-from harness import cell as cell_module  # noqa: E402
-from harness.approval import Statement, format_record, sign  # noqa: E402
-from harness.cell import Cell, apply, cell_bytes  # noqa: E402
 from harness.commands.demo import make_owner_key  # noqa: E402
-from harness.controller import Recorder, SystemClock, call_id  # noqa: E402
-from harness.fsutil import canonical_json  # noqa: E402
-from harness.gitrepo import Worktree  # noqa: E402
-from harness.hydrate import GoalPaths, committed_view, load  # noqa: E402
-from harness.ledger import (  # noqa: E402
+from harness.loop.controller import Recorder, SystemClock, call_id  # noqa: E402
+from harness.record import cell as cell_module  # noqa: E402
+from harness.record.cell import Cell, apply, cell_bytes  # noqa: E402
+from harness.record.hydrate import GoalPaths, committed_view, load  # noqa: E402
+from harness.record.ledger import (  # noqa: E402
     GENESIS,
     SEGMENT_BYTES,
     Event,
@@ -75,8 +72,11 @@ from harness.ledger import (  # noqa: E402
     Position,
     segment_name,
 )
-from harness.render import REPORT_TAIL_EVENTS, MarkdownReport  # noqa: E402
-from harness.secret import Secret  # noqa: E402
+from harness.record.render import REPORT_TAIL_EVENTS, MarkdownReport  # noqa: E402
+from harness.store.fsutil import canonical_json  # noqa: E402
+from harness.store.gitrepo import Worktree  # noqa: E402
+from harness.trust.approval import Statement, format_record, sign  # noqa: E402
+from harness.trust.secret import Secret  # noqa: E402
 
 SECRET = "bench-secret-for-timing-only-never-a-real-one-0123456789"
 OWNER = "bench-owner@example.com"

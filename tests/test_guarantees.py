@@ -6,8 +6,8 @@ import hashlib
 import signal
 import time
 
-from harness.cell import Spend, cell_bytes, parse_cell, read_cell
-from harness.secret import Secret
+from harness.record.cell import Spend, cell_bytes, parse_cell, read_cell
+from harness.trust.secret import Secret
 from tests.managed import SECRET, alive, base_goal, git, wait_for
 
 

@@ -9,9 +9,9 @@ import sys
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harness.cell import Cell, Spend, cell_bytes, parse_cell
 from harness.errors import TrustFailure
-from harness.ledger import Ledger
+from harness.record.cell import Cell, Spend, cell_bytes, parse_cell
+from harness.record.ledger import Ledger
 
 KEY = b"p" * 32
 VALID_CELL = cell_bytes(Cell(goal="g1", status="running", limit=Spend(3, 60, 1.0, 9, 9)), KEY)

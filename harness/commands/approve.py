@@ -7,11 +7,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TextIO
 
-from harness.approval import Statement, append_record, principals_for_key, sign, verify
 from harness.commands.check import _config, _owners
 from harness.errors import InvalidInput
-from harness.gitrepo import Repo
-from harness.goal import check_goal_id, parse_goal
+from harness.model.goal import check_goal_id, parse_goal
+from harness.store.gitrepo import Repo
+from harness.trust.approval import Statement, append_record, principals_for_key, sign, verify
 
 PASSPHRASE_ENV = "HARNESS_KEY_PASSPHRASE"
 

@@ -9,16 +9,16 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TextIO
 
-from harness.cell import TERMINAL
-from harness.control import open_control
-from harness.controller import Recorder, SystemClock
 from harness.errors import Busy, InvalidInput
-from harness.gitrepo import Repo
-from harness.goal import check_goal_id
-from harness.hydrate import GoalPaths, committed_view, load
-from harness.lock import GoalLock
-from harness.secret import load_secret
-from harness.workspace import open_worktree
+from harness.loop.control import open_control
+from harness.loop.controller import Recorder, SystemClock
+from harness.model.goal import check_goal_id
+from harness.record.events import TERMINAL
+from harness.record.hydrate import GoalPaths, committed_view, load
+from harness.store.gitrepo import Repo
+from harness.store.lock import GoalLock
+from harness.store.worktree import open_worktree
+from harness.trust.secret import load_secret
 
 STOP_WAIT_S = 60.0
 
@@ -45,7 +45,7 @@ def cancel(cwd: Path, goal_id: str, env: Mapping[str, str], out: TextIO) -> int:
     repo = Repo.discover(cwd)
     secret = load_secret(env, repo.root)
     control = open_control(repo, secret)
-    wt = open_worktree(repo, control, goal_id)
+    wt = open_worktree(repo, goal_id, control.branch(goal_id))
     if wt is None:
         raise InvalidInput(
             f"goal {goal_id}: has not started (nothing to cancel; remove its goal file instead)"

@@ -8,12 +8,12 @@ from functools import partial
 from pathlib import Path
 from typing import TextIO, TypeVar
 
-from harness.approval import Owner, find_run_approval, parse_approval_file, parse_owners
-from harness.config import Config, parse_config
-from harness.control import CONFIG_PATH, OWNERS_PATH
 from harness.errors import HarnessError, InvalidInput
-from harness.gitrepo import Repo
-from harness.goal import MAX_GOAL_FILE_BYTES, check_goal_id, goal_source, parse_goal
+from harness.loop.control import CONFIG_PATH, OWNERS_PATH
+from harness.model.config import Config, parse_config
+from harness.model.goal import MAX_GOAL_FILE_BYTES, check_goal_id, goal_source, parse_goal
+from harness.store.gitrepo import Repo
+from harness.trust.approval import Owner, find_run_approval, parse_approval_file, parse_owners
 
 T = TypeVar("T")
 

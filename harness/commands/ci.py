@@ -15,12 +15,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TextIO
 
-from harness.config import parse_config
-from harness.control import CONFIG_PATH
 from harness.errors import InvalidInput
-from harness.fsutil import atomic_write
-from harness.gitrepo import Repo
-from harness.secret import ENV_SECRET_FILE, default_secret_file
+from harness.loop.control import CONFIG_PATH
+from harness.model.config import parse_config
+from harness.store.fsutil import atomic_write
+from harness.store.gitrepo import Repo
+from harness.trust.secret import ENV_SECRET_FILE, default_secret_file
 
 WORKFLOW_PATH = ".github/workflows/harness.yml"
 SERVICE_NAME = "goal-harness.service"

@@ -12,7 +12,17 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TextIO
 
-from harness.approval import (
+from harness.commands.approve import passphrase
+from harness.errors import InvalidInput, TrustFailure
+from harness.loop.control import Control, open_control
+from harness.loop.controller import RunContext, SystemClock
+from harness.model.goal import check_goal_id
+from harness.record.cell import Cell, parse_cell, peek_cell
+from harness.record.events import WAITING
+from harness.store.gitrepo import Repo
+from harness.store.lock import GoalLock
+from harness.store.remote import runner_id
+from harness.trust.approval import (
     SignedRecord,
     Statement,
     append_record,
@@ -21,18 +31,8 @@ from harness.approval import (
     sign,
     verify,
 )
-from harness.cell import WAITING, Cell, parse_cell, peek_cell
-from harness.commands.approve import passphrase
-from harness.control import Control, open_control
-from harness.controller import RunContext, SystemClock
-from harness.decisions import EXTENDABLE_GATES, SHIP_GATES, parse_extension
-from harness.errors import InvalidInput, TrustFailure
-from harness.gitrepo import Repo
-from harness.goal import check_goal_id
-from harness.lock import GoalLock
-from harness.remote import runner_id
-from harness.secret import Secret, load_secret
-from harness.workspace import branch_name
+from harness.trust.decisions import EXTENDABLE_GATES, SHIP_GATES, parse_extension
+from harness.trust.secret import Secret, load_secret
 
 
 def ship(cwd: Path, goal_id: str, key: Path, env: Mapping[str, str], out: TextIO) -> int:
@@ -97,7 +97,7 @@ def _act_now(
     env: Mapping[str, str],
     out: TextIO,
 ) -> int:
-    from harness.advance import advance_goal
+    from harness.loop.advance import advance_goal
 
     def print_line(line: str) -> None:
         out.write(line)
@@ -122,7 +122,7 @@ def _current_cell(repo: Repo, control: Control, goal_id: str, secret: Secret | N
     source = f"ledger/{goal_id}/state.json"
     data = local.read_bytes() if local.is_file() else None
     if data is None:
-        data = repo.read_blob(branch_name(control, goal_id), source)
+        data = repo.read_blob(control.branch(goal_id), source)
     if data is None:
         raise InvalidInput(f"goal {goal_id}: has not started (nothing is waiting for a decision)")
     if secret is None:

@@ -13,7 +13,7 @@ import tempfile
 from pathlib import Path
 from typing import TextIO
 
-from harness.gitrepo import run_git
+from harness.store.gitrepo import run_git
 
 # A documented demo value, never a real secret (docs/specs/demo.md).
 DEMO_SECRET = "goal-harness-demo-secret-do-not-use-for-real-work"

@@ -24,12 +24,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
-from harness.approval import Owner, load_owners
-from harness.config import Config, parse_config
-from harness.control import CONFIG_PATH, OWNERS_PATH, Control, open_control
 from harness.errors import HarnessError, InvalidInput, TrustFailure
-from harness.gitrepo import Repo, read_blobs, run_git
-from harness.secret import ENV_SECRET, ENV_SECRET_FILE, Secret, default_secret_file, load_secret
+from harness.loop.control import CONFIG_PATH, OWNERS_PATH, Control, open_control
+from harness.model.config import Config, parse_config
+from harness.store.gitrepo import Repo, read_blobs, run_git
+from harness.trust.approval import Owner, load_owners
+from harness.trust.secret import (
+    ENV_SECRET,
+    ENV_SECRET_FILE,
+    Secret,
+    default_secret_file,
+    load_secret,
+)
 
 OK, WARN, FAIL = "ok", "warn", "fail"
 # `git rev-parse --path-format` (Repo.discover) and the `prunable` mark in

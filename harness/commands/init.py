@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TextIO
 
-from harness.approval import parse_public_key, public_key_line
-from harness.control import CONFIG_PATH, OWNERS_PATH
 from harness.errors import InvalidInput
-from harness.gitrepo import Repo
+from harness.loop.control import CONFIG_PATH, OWNERS_PATH
+from harness.store.gitrepo import Repo
+from harness.trust.approval import parse_public_key, public_key_line
 
 CONFIG_TEMPLATE = """\
 # goal-harness settings (human-owned; read from the control branch).

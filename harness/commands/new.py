@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TextIO
 
-from harness.approval import parse_owners
-from harness.control import OWNERS_PATH
 from harness.errors import InvalidInput
-from harness.gitrepo import Repo
-from harness.goal import check_goal_id
+from harness.loop.control import OWNERS_PATH
+from harness.model.goal import check_goal_id
+from harness.store.gitrepo import Repo
+from harness.trust.approval import parse_owners
 
 TEMPLATE = """\
 # A goal for goal-harness (goal file version 1); every key: docs/specs/goal-file.md.

@@ -6,15 +6,15 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import BinaryIO
 
-from harness.control import open_control
 from harness.errors import InvalidInput
-from harness.fsutil import atomic_write
-from harness.gitrepo import Repo
-from harness.goal import check_goal_id
-from harness.ledger import Ledger
-from harness.render import replay_chunks
-from harness.secret import load_secret
-from harness.workspace import locate
+from harness.loop.control import open_control
+from harness.model.goal import check_goal_id
+from harness.record.ledger import Ledger
+from harness.record.locate import locate
+from harness.record.render import replay_chunks
+from harness.store.fsutil import atomic_write
+from harness.store.gitrepo import Repo
+from harness.trust.secret import load_secret
 
 FORMATS = ("text", "md", "json", "html")
 
@@ -28,10 +28,10 @@ def replay(
     repo = Repo.discover(cwd)
     secret = load_secret(env, repo.root)
     control = open_control(repo, secret)
-    with locate(repo, control, goal_id) as found:
+    with locate(repo, goal_id, control.branch(goal_id)) as found:
         ledger = Ledger(found.paths.events, goal_id, secret.goal_key(goal_id))
         if fmt == "html":
-            from harness.report_html import render_html
+            from harness.record.report_html import render_html
 
             note = "verified: every event's chain link and MAC checked while rendering"
             chunks: Iterable[bytes] = [render_html(ledger.records(), goal_id, note)]

@@ -11,9 +11,6 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, TextIO
 
-from harness.cell import TERMINAL, WAITING, Cell, parse_cell
-from harness.control import Control, open_control
-from harness.decisions import bound_to
 from harness.errors import (
     Busy,
     HarnessError,
@@ -22,17 +19,21 @@ from harness.errors import (
     interruptible,
     invalid,
 )
-from harness.gitrepo import Repo
-from harness.goal import GOAL_ID_EXPECTED, check_goal_id, goal_source
-from harness.lock import GoalLock
-from harness.secret import Secret, load_secret
-from harness.yamlutil import show_value
+from harness.loop.control import Control, open_control
+from harness.model.goal import GOAL_ID_EXPECTED, check_goal_id, goal_source
+from harness.model.wording import show_value
+from harness.record.cell import Cell, parse_cell
+from harness.record.events import TERMINAL, WAITING
+from harness.store.gitrepo import Repo
+from harness.store.lock import GoalLock
+from harness.trust.decisions import bound_to
+from harness.trust.secret import Secret, load_secret
 
-# The loop itself (harness.advance, the controller, the remote) is imported only when a
+# The loop itself (harness.loop.advance, the controller, the remote) is imported only when a
 # goal has something to do: a run that finds every goal resting stays a short process.
 if TYPE_CHECKING:
-    from harness.controller import Clock, RunContext
-    from harness.remote import Remote
+    from harness.loop.controller import Clock, RunContext
+    from harness.store.remote import Remote
 
 
 def run(
@@ -58,7 +59,7 @@ def run(
     control = open_control(repo, secret)
     remote: Remote | None = None
     if push is not None:
-        from harness.remote import Remote
+        from harness.store.remote import Remote
 
         remote = Remote.check(repo, push)
         remote.fetch(control.config.branch_prefix)
@@ -81,8 +82,8 @@ def run(
     @functools.cache
     def context() -> RunContext:
         """The loop's context, made (and the loop imported) for the first goal that moves."""
-        from harness.controller import RunContext, SystemClock
-        from harness.remote import runner_id
+        from harness.loop.controller import RunContext, SystemClock
+        from harness.store.remote import runner_id
 
         terminal = err if err.isatty() and not as_json else None
         run_clock = clock or SystemClock()
@@ -103,7 +104,7 @@ def run(
         cell = resting(repo, control, secret, goal_id) if remote is None else None
         if cell is not None:
             return cell
-        from harness.advance import advance_goal
+        from harness.loop.advance import advance_goal
 
         return advance_goal(repo, context(), goal_id)
 

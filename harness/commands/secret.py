@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import TextIO
 
 from harness.errors import InvalidInput
-from harness.gitrepo import Repo
-from harness.secret import default_secret_file, new_secret_text, write_secret_file
+from harness.store.gitrepo import Repo
+from harness.trust.secret import default_secret_file, new_secret_text, write_secret_file
 
 
 def secret_new(

@@ -7,12 +7,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
-from harness.cell import Cell, parse_cell
-from harness.control import Control, open_control
-from harness.gitrepo import Repo, branch_heads, read_blobs
-from harness.goal import check_goal_id
-from harness.lock import GoalLock
-from harness.secret import load_secret
+from harness.loop.control import Control, open_control
+from harness.model.goal import check_goal_id
+from harness.record.cell import Cell, parse_cell
+from harness.store.gitrepo import Repo, branch_heads, read_blobs
+from harness.store.lock import GoalLock
+from harness.trust.secret import load_secret
 
 PARKED_EXIT = 10
 ATTENTION_EXIT = 11

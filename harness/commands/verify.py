@@ -7,15 +7,15 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
-from harness.approval import find_run_approval
-from harness.control import Control, open_control
 from harness.errors import HarnessError
-from harness.gitrepo import Repo, branch_heads
-from harness.goal import GOAL_ID_RE, check_goal_id
-from harness.hydrate import load
-from harness.ledger import LedgerBroken
-from harness.secret import Secret, load_secret
-from harness.workspace import locate
+from harness.loop.control import Control, open_control
+from harness.model.goal import GOAL_ID_RE, check_goal_id
+from harness.record.hydrate import load
+from harness.record.ledger import LedgerBroken
+from harness.record.locate import locate
+from harness.store.gitrepo import Repo, branch_heads
+from harness.trust.approval import find_run_approval
+from harness.trust.secret import Secret, load_secret
 
 
 def verify(
@@ -56,7 +56,7 @@ def _result(repo: Repo, control: Control, secret: Secret, goal_id: str) -> dict[
 
 
 def _verify_one(repo: Repo, control: Control, secret: Secret, goal_id: str) -> dict[str, Any]:
-    with locate(repo, control, goal_id) as found:
+    with locate(repo, goal_id, control.branch(goal_id)) as found:
         key = secret.goal_key(goal_id)
         # Every line's MAC, sequence and chain from the first; the state is folded on from
         # the MAC'd cell (a run folds the whole ledger and compares it with the cell).

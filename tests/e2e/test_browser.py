@@ -18,10 +18,10 @@ import pytest
 
 from harness.commands.demo import DEMO_OWNER, DEMO_SECRET, GOAL_ID, build_repo
 from harness.commands.run import run
-from harness.ledger import Ledger
-from harness.report_html import render_html
-from harness.secret import Secret
-from tests.test_report_html import Page
+from harness.record.ledger import Ledger
+from harness.record.report_html import render_html
+from harness.trust.secret import Secret
+from tests.record.test_report_html import Page
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 FLAGS = [

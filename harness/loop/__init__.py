@@ -1,0 +1,10 @@
+"""The loop: reading the control ref, then advancing a goal one recorded step at a time.
+
+Owns the human-owned files as read from the control ref (`control`), moving one goal on
+(`advance`: verify, cross a gate a decision names, then the controller), the step
+machine itself (`controller`), running a step's command (`steps`), reading what an agent
+reports (`agents`), naming the failing test (`judge`) and the team's lessons (`lessons`).
+
+May import: every part below the command line (`harness.errors`, `harness.store`,
+`harness.model`, `harness.record`, `harness.trust`). Never click.
+"""

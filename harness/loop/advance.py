@@ -1,0 +1,121 @@
+"""Moving one goal on: verify everything, cross a gate a decision names, run steps.
+
+`harness run` reaches here only for a goal that has something to do (commands/run.py
+answers for resting goals without importing this); `harness ship` and `unpark` come here
+with their decision.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from harness.errors import TrustFailure
+from harness.loop.control import Control
+from harness.loop.controller import ChildRecord, GoalRunner, RunContext
+from harness.model.goal import Goal
+from harness.record.cell import Cell
+from harness.record.events import TERMINAL, WAITING
+from harness.record.hydrate import GoalPaths, committed_view, load
+from harness.store.gitrepo import Repo
+from harness.store.worktree import ensure_worktree, open_worktree
+from harness.trust.approval import SignedRecord, Verdict, verify_record
+from harness.trust.decisions import find_decision
+
+
+def advance_goal(
+    repo: Repo, ctx: RunContext, goal_id: str, extra: Sequence[SignedRecord] = ()
+) -> Cell:
+    """Verify, then move one goal on. The caller holds its lock (`harness run` calls this
+    only after `commands.run.resting` found the goal has something to do).
+
+    `extra` holds decision records not yet on the control ref (a `harness ship` acting at
+    once); they are checked exactly like the committed ones.
+    """
+    control = ctx.control
+    goal = control.goal(goal_id, control.principals())
+    lessons = control.lessons()
+    verdict = _verdict(control, goal)
+    # A run that died here may have left its step's processes and git's index.lock behind.
+    ChildRecord(repo.harness_dir() / "locks", goal_id).end_leftover()
+    repo.repair_worktree(repo.worktree_path(goal_id))
+    if ctx.remote is not None:
+        ctx.remote.sync(control.branch(goal_id), repo.worktree_path(goal_id))
+    wt = open_worktree(repo, goal_id, control.branch(goal_id))
+    if wt is None:
+        if verdict is None:
+            control.run_approval(goal)  # raises the precise refusal; nothing is created
+        wt = ensure_worktree(repo, goal_id, control.branch(goal_id), control.commit)
+    wt.clear_stale_index_lock()
+    paths = GoalPaths(wt.path, goal_id)
+    loaded = load(paths, ctx.secret.goal_key(goal_id), committed_view(paths), repair=True)
+    cell = loaded.cell
+    if cell.status in TERMINAL:
+        return cell
+    runner = GoalRunner(ctx, goal, verdict, wt, paths, loaded, lessons)
+    records = (*control.approvals(goal_id), *extra)
+    started = cell.goal_sha256 is not None
+    owners_moved = started and cell.owners_sha256 != control.owners_sha256
+    if owners_moved and not _rotate(runner, control, records):
+        _gate_unless_waiting(
+            runner,
+            "owners_changed",
+            ".harness/owners changed after the goal started; the change must be "
+            "signed by an owner the goal started under (decision rotate-owners)",
+        )
+        return runner.cell
+    if verdict is None:
+        if started and cell.goal_sha256 != goal.sha256:
+            _gate_unless_waiting(
+                runner,
+                "goal_changed",
+                f"goals/{goal_id}.yaml changed after the run began "
+                f"(sha256 {goal.sha256[:12]}); approve the new version",
+            )
+            return runner.cell
+        control.run_approval(goal)  # raises the precise refusal
+    runner.start_or_revise(control.owners_sha256)
+    if cell.status == "running" and runner.cell.status == "running":
+        # It was left running by a process that is gone (a crash, a signal, --max-steps).
+        runner.emit("goal.resumed", None, cell.iteration, {"runner": ctx.runner})
+    if runner.cell.status in WAITING:
+        source = f"goals/{goal_id}.approval"
+        decision = find_decision(records, control.owners(), goal_id, runner.cell, source)
+        if decision is None:
+            return runner.cell
+        runner.cross_gate(decision)
+    return runner.advance()
+
+
+def _gate_unless_waiting(runner: GoalRunner, reason: str, detail: str) -> None:
+    if runner.cell.status not in WAITING:
+        runner.gate("needs_attention", reason, detail)
+
+
+def _rotate(runner: GoalRunner, control: Control, records: Sequence[SignedRecord]) -> bool:
+    """Accept the new owners file when an owner the goal is pinned to signed it (as in TUF)."""
+    cell = runner.cell
+    pinned = control.owners_at(cell.owners_commit, cell.owners_sha256)
+    wanted = f"rotate-owners {control.owners_sha256}"
+    for record in records:
+        statement = record.statement
+        if (statement.goal, statement.sha256, statement.decision) != (
+            runner.goal.id,
+            cell.goal_sha256,
+            wanted,
+        ):
+            continue
+        try:
+            verdict = verify_record(record, pinned, f"goals/{runner.goal.id}.approval")
+        except TrustFailure:
+            continue
+        runner.rotate_owners(verdict, control.owners_sha256, control.commit)
+        return True
+    return False
+
+
+def _verdict(control: Control, goal: Goal) -> Verdict | None:
+    """The valid run approval for these exact goal bytes, or None."""
+    try:
+        return control.run_approval(goal)
+    except TrustFailure:
+        return None

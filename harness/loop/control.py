@@ -1,0 +1,185 @@
+"""The human-owned files, read from the control ref, never from a goal's worktree."""
+
+from __future__ import annotations
+
+import hashlib
+import weakref
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TypeVar, cast
+
+from harness.errors import InvalidInput, TrustFailure
+from harness.model.config import Config, ConfigCache, parse_config
+from harness.model.goal import GOAL_ID_RE, Goal, check_goal_id, parse_goal
+from harness.store.gitrepo import ObjectReader, Repo
+from harness.trust.approval import (
+    Owner,
+    SignedRecord,
+    Verdict,
+    find_run_approval,
+    parse_approval_file,
+    parse_owners,
+)
+
+if TYPE_CHECKING:
+    from harness.loop.lessons import Lesson
+    from harness.trust.secret import Secret
+
+CONFIG_PATH = ".harness/config.yaml"
+OWNERS_PATH = ".harness/owners"
+
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Control:
+    repo: Repo
+    ref: str  # the ref as named (e.g. refs/heads/main)
+    commit: str  # what it pointed at when read
+    config: Config
+    owners_text: bytes | None
+    objects: ObjectReader = field(compare=False, repr=False)
+    # Everything here is read at one fixed commit, so what is parsed once stays true.
+    _memo: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    def _once(self, key: str, make: Callable[[], T]) -> T:
+        if key not in self._memo:
+            self._memo[key] = make()
+        return cast(T, self._memo[key])
+
+    def branch(self, goal_id: str) -> str:
+        """The goal's branch: the config's prefix and the id (`harness/<id>` by default)."""
+        return f"{self.config.branch_prefix}{goal_id}"
+
+    @property
+    def owners_sha256(self) -> str:
+        return hashlib.sha256(self.owners_text or b"").hexdigest()
+
+    def owners(self) -> tuple[Owner, ...]:
+        """The owners; fail closed when there are none (nobody could have approved)."""
+        return self._once("owners", self._parse_owners)
+
+    def _parse_owners(self) -> tuple[Owner, ...]:
+        if self.owners_text is None:
+            raise TrustFailure(
+                f"{OWNERS_PATH}: missing on {self.ref}: nobody can approve a goal "
+                "(run `harness init --owner P --key PUBKEY` and commit)"
+            )
+        try:
+            return parse_owners(self.owners_text.decode("utf-8", "replace"), OWNERS_PATH)
+        except InvalidInput as exc:
+            # The trust root itself is unreadable: fail closed.
+            raise TrustFailure(f"{exc}; nothing runs until .harness/owners is fixed") from None
+
+    def goal_ids(self) -> list[str]:
+        """The goals on the control ref: `goals/<id>.yaml` files named by a valid id."""
+        return [stem for stem in self._goal_stems() if GOAL_ID_RE.fullmatch(stem)]
+
+    def misnamed_goal_files(self) -> list[str]:
+        """Stems of `goals/*.yaml` files whose names are not goal ids: never goals."""
+        return [stem for stem in self._goal_stems() if not GOAL_ID_RE.fullmatch(stem)]
+
+    def _goal_stems(self) -> list[str]:
+        return self._once("goal_stems", self._read_goal_stems)
+
+    def _read_goal_stems(self) -> list[str]:
+        names = self.objects.names(f"{self.commit}:goals")
+        return sorted(n[: -len(".yaml")] for n in names if n.endswith(".yaml"))
+
+    def goal_bytes(self, goal_id: str) -> bytes:
+        check_goal_id(goal_id, "goal id")
+        data = self.objects.blob(f"{self.commit}:goals/{goal_id}.yaml")
+        if data is None:
+            raise InvalidInput(
+                f"goals/{goal_id}.yaml: no such goal on {self.ref} (commit the goal file first)"
+            )
+        return data
+
+    def goal(self, goal_id: str, principals: set[str] | None = None) -> Goal:
+        source = f"goals/{goal_id}.yaml"
+        return parse_goal(
+            self.goal_bytes(goal_id), source, goal_id, self.config.defaults, principals
+        )
+
+    def approvals(self, goal_id: str) -> tuple[SignedRecord, ...]:
+        return self._once(f"approvals:{goal_id}", lambda: self._read_approvals(goal_id))
+
+    def _read_approvals(self, goal_id: str) -> tuple[SignedRecord, ...]:
+        source = f"goals/{goal_id}.approval"
+        data = self.objects.blob(f"{self.commit}:{source}")
+        if data is None:
+            return ()
+        return parse_approval_file(data.decode("utf-8", "replace"), source)
+
+    def run_approval(self, goal: Goal) -> Verdict:
+        return find_run_approval(
+            self.approvals(goal.id),
+            self.owners(),
+            goal.id,
+            goal.sha256,
+            f"goals/{goal.id}.approval",
+        )
+
+    def owners_at(self, commit: str | None, sha256: str | None) -> tuple[Owner, ...]:
+        """The owners file a goal is pinned to, read from history and checked by its hash."""
+        data = self.objects.blob(f"{commit}:{OWNERS_PATH}") if commit else None
+        if data is None or hashlib.sha256(data).hexdigest() != sha256:
+            raise TrustFailure(
+                f"{OWNERS_PATH}: the owners file this goal is pinned to (commit {commit}) "
+                "cannot be read back with its recorded SHA-256; refusing to accept a new one"
+            )
+        return parse_owners(data.decode("utf-8", "replace"), f"{OWNERS_PATH}@{commit}")
+
+    def lessons(self) -> tuple[Lesson, ...]:
+        """The team's lessons on the control ref (`lessons/*.yaml`); a bad one is exit 2."""
+        from harness.loop.lessons import LESSONS_DIR, load_lessons
+
+        names = [
+            n for n in self.objects.names(f"{self.commit}:{LESSONS_DIR}") if n.endswith(".yaml")
+        ]
+        files = {}
+        for name in names:
+            data = self.objects.blob(f"{self.commit}:{LESSONS_DIR}/{name}")
+            if data is not None:
+                files[name[: -len(".yaml")]] = data
+        return load_lessons(files)
+
+    def principals(self) -> set[str]:
+        return {p for owner in self.owners() for p in owner.principals}
+
+
+def open_control(repo: Repo, secret: Secret | None = None) -> Control:
+    """Read config and owners from the control ref (config's `control_ref` wins).
+
+    All of it comes through one `git cat-file --batch` process, which the Control keeps
+    for the goal files and approvals read later and ends when it is collected. Given the
+    secret, a config validated before is taken from the machine's cache (ConfigCache).
+    """
+    # Not repo.harness_dir(), which creates the folder: verify and replay must work where
+    # .git cannot be written (the cache is written only if it can be).
+    folder = repo.common_dir / "harness" / "cache"
+    cache = None if secret is None else ConfigCache(folder, secret.cache_key())
+    objects = ObjectReader(repo.root)
+    try:
+        default_ref = repo.checked_out_ref()
+        commit = objects.commit_id(default_ref)
+        if commit is None:
+            raise InvalidInput(f"{repo.root}: the repository has no commits yet; commit first")
+        config = parse_config(objects.blob(f"{commit}:{CONFIG_PATH}"), CONFIG_PATH, cache)
+        ref = default_ref
+        if config.control_ref:
+            ref = config.control_ref
+            resolved = objects.commit_id(ref)
+            if resolved is None:
+                raise InvalidInput(f"{CONFIG_PATH}: control_ref: {ref!r} does not name a commit")
+            commit = resolved
+            config = parse_config(objects.blob(f"{commit}:{CONFIG_PATH}"), CONFIG_PATH, cache)
+        control = Control(
+            repo, ref, commit, config, objects.blob(f"{commit}:{OWNERS_PATH}"), objects
+        )
+    except BaseException:
+        objects.close()
+        raise
+    weakref.finalize(control, objects.close)
+    return control

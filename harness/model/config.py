@@ -1,0 +1,288 @@
+""".harness/config.yaml: the human-owned settings read from the control branch.
+
+Every key is optional; a missing file or an empty one means DEFAULT_CONFIG. The control
+ref's own default (the branch checked out in the main worktree) is resolved by the
+caller, so `control_ref` stays None here when the file does not name one.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import hmac
+import os
+import re
+import stat
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from harness import __version__
+from harness.errors import StorageFailure, invalid
+from harness.model import yamlutil
+from harness.model.limits import Budget, Defaults, Halt, budget_from, halt_from, parse_duration
+from harness.model.wording import show_value
+from harness.store.fsutil import atomic_write, canonical_json, strict_json_loads
+
+MAX_CONFIG_FILE_BYTES = 256 * 1024
+_MAX_ENTRY_BYTES = 4 * MAX_CONFIG_FILE_BYTES  # a config's mapping as JSON, with room to spare
+SCHEMA = "config.schema.json"
+DESTRUCTIVE_CLASSES = (
+    "schema_change",
+    "data_deletion",
+    "secret_rotation",
+    "auth",
+    "payments",
+    "production_deploy",
+    "branch_protection",
+    "external_accounts",
+)
+
+_ENV_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# What git check-ref-format refuses anywhere in a name: controls, space, ~ ^ : ? * [ \.
+_REF_FORBIDDEN_RE = re.compile(r"[\x00-\x20\x7f~^:?*\[\\]")
+
+
+@dataclass(frozen=True)
+class DestructiveRule:
+    """An extra destructive-class rule: a change matching a path glob or line regex."""
+
+    cls: str
+    paths: tuple[str, ...]
+    lines: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Config:
+    control_ref: str | None
+    branch_prefix: str
+    defaults: Defaults
+    scrub_env: tuple[str, ...]
+    destructive: tuple[DestructiveRule, ...]
+    prices: Prices | None = None
+
+
+@dataclass(frozen=True)
+class Prices:
+    """USD per million tokens, for agents that report tokens but no cost (codex-jsonl)."""
+
+    input_usd_per_million: float = 0.0
+    cached_input_usd_per_million: float = 0.0
+    output_usd_per_million: float = 0.0
+
+    def cost(self, input_tokens: int, cached_input_tokens: int, output_tokens: int) -> float:
+        # Cached input tokens are part of input tokens in codex's usage; priced apart here.
+        fresh = max(0, input_tokens - cached_input_tokens)
+        total = (
+            fresh * self.input_usd_per_million
+            + cached_input_tokens * self.cached_input_usd_per_million
+            + output_tokens * self.output_usd_per_million
+        )
+        return total / 1_000_000
+
+
+DEFAULT_DEFAULTS = Defaults(
+    budget=Budget(max_iterations=3, max_seconds=2 * 3600, max_cost_usd=20.0, max_turns=300),
+    halt=Halt(no_progress_passes=2, max_passes=50),
+    timeouts=MappingProxyType(
+        {"build": 30 * 60, "judge": 10 * 60, "review": 10 * 60, "plan": 10 * 60, "ship": 10 * 60}
+    ),
+)
+DEFAULT_CONFIG = Config(
+    control_ref=None,
+    branch_prefix="harness/",
+    defaults=DEFAULT_DEFAULTS,
+    scrub_env=(),
+    destructive=(),
+)
+
+
+def parse_config(data: bytes | None, source: str, cache: ConfigCache | None = None) -> Config:
+    """Validate .harness/config.yaml's bytes; None (no file) gives DEFAULT_CONFIG.
+
+    With a `cache`, bytes validated before are not parsed again (see ConfigCache)."""
+    if data is None:
+        return DEFAULT_CONFIG
+    raw = cache.recall(data) if cache is not None else None
+    if raw is not None:
+        return _config_from(raw, source)
+    yamlutil.check_size(data, MAX_CONFIG_FILE_BYTES, source)
+    document = yamlutil.load_yaml(data, source)
+    if document is None:  # only comments, or nothing: every setting at its default
+        return DEFAULT_CONFIG
+    raw = yamlutil.expect_mapping(document, source)
+    yamlutil.validate(raw, SCHEMA, source)
+    config = _config_from(raw, source)
+    if cache is not None:
+        cache.remember(data, raw)
+    return config
+
+
+@dataclass(frozen=True)
+class ConfigCache:
+    """Config files already parsed and schema-checked, remembered between runs.
+
+    YAML parsing and JSON Schema validation cost most of a run that finds nothing to do
+    (PyYAML and jsonschema take ~80 ms to import). An entry holds the validated mapping
+    for one file's SHA-256 under an HMAC with a key derived from the secret, so an agent
+    that can write `.git/harness/` cannot plant a config: an entry that does not verify is
+    ignored and the file is parsed again. The MAC also covers the harness's version and the
+    schema's SHA-256, so an entry made before an upgrade is validated again by the new
+    code. The typed checks in `_config_from` run every time.
+    """
+
+    folder: Path
+    key: bytes
+    keep: int = 4  # the default ref's and the control ref's, and a change or two
+
+    def _path(self, data: bytes) -> tuple[Path, str]:
+        digest = hashlib.sha256(data).hexdigest()
+        return self.folder / f"config-{digest}.json", digest
+
+    def _mac(self, digest: str, body: bytes) -> str:
+        label = b"goal-harness config-cache v1"
+        signed = b"\x00".join(
+            [label, __version__.encode(), _schema_sha256().encode(), digest.encode(), body]
+        )
+        return hmac.new(self.key, signed, hashlib.sha256).hexdigest()
+
+    def recall(self, data: bytes) -> Mapping[str, Any] | None:
+        path, digest = self._path(data)
+        stored = _read_entry(path)
+        if stored is None:
+            return None
+        try:
+            entry = strict_json_loads(stored)
+            raw, mac = entry["raw"], entry["mac"]
+        except (ValueError, TypeError, KeyError):
+            return None
+        if not isinstance(raw, dict) or not isinstance(mac, str):
+            return None
+        if not hmac.compare_digest(mac, self._mac(digest, canonical_json(raw))):
+            return None
+        return raw
+
+    def remember(self, data: bytes, raw: Mapping[str, Any]) -> None:
+        try:
+            body = canonical_json(raw)
+        except ValueError:  # .nan and .inf have no JSON form; such a file is parsed each time
+            return
+        if strict_json_loads(body) != raw:
+            return
+        path, digest = self._path(data)
+        entry = {"mac": self._mac(digest, body), "raw": raw}
+        try:
+            atomic_write(path, canonical_json(entry))
+            self._prune()
+        except (StorageFailure, OSError):
+            return  # only speed is lost
+
+    def _prune(self) -> None:
+        entries = sorted(self.folder.glob("config-*.json"), key=lambda p: p.stat().st_mtime)
+        for old in entries[: -self.keep]:
+            old.unlink(missing_ok=True)
+
+
+def _read_entry(path: Path) -> bytes | None:
+    """A cache entry's bytes, if it is a regular file of sane size. The folder is one the
+    agent can write: a FIFO must not hang the run, nor a link to /dev/zero fill memory."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(handle.fileno())
+        if not stat.S_ISREG(info.st_mode) or info.st_size > _MAX_ENTRY_BYTES:
+            return None
+        return handle.read(_MAX_ENTRY_BYTES + 1)
+
+
+@functools.cache
+def _schema_sha256() -> str:
+    return hashlib.sha256((Path(__file__).parent / "schema" / SCHEMA).read_bytes()).hexdigest()
+
+
+def _config_from(raw: Mapping[str, Any], source: str) -> Config:
+    control_ref = raw.get("control_ref")
+    return Config(
+        control_ref=None if control_ref is None else _checked_ref(control_ref, source),
+        branch_prefix=_checked_prefix(raw.get("branch_prefix", "harness/"), source),
+        defaults=_defaults_from(raw.get("defaults", {}), source),
+        scrub_env=_scrub_env(raw.get("scrub_env", []), source),
+        destructive=tuple(
+            _rule(rule, source, f"destructive[{index}]")
+            for index, rule in enumerate(raw.get("destructive", []))
+        ),
+        prices=Prices(**{k: float(v) for k, v in raw["prices"].items()})
+        if "prices" in raw
+        else None,
+    )
+
+
+def _defaults_from(raw: Mapping[str, Any], source: str) -> Defaults:
+    builtin = DEFAULT_DEFAULTS
+    timeouts = dict(builtin.timeouts)
+    for step, value in raw.get("timeouts", {}).items():
+        timeouts[step] = parse_duration(value, source, f"defaults.timeouts.{step}")
+    return Defaults(
+        budget=budget_from(raw.get("budget", {}), builtin.budget, source, "defaults.budget"),
+        halt=halt_from(raw.get("halt", {}), builtin.halt),
+        timeouts=MappingProxyType(timeouts),
+    )
+
+
+def valid_ref_name(name: str) -> bool:
+    """A conservative subset of git's branch-name rules, and never an option (`-x`)."""
+    if name.startswith(("-", "/")) or name.endswith(("/", ".")) or name == "@":
+        return False
+    if _REF_FORBIDDEN_RE.search(name) or any(bad in name for bad in ("..", "@{", "//")):
+        return False
+    parts = name.split("/")
+    return not any(part.startswith(".") or part.endswith(".lock") for part in parts)
+
+
+def _checked_ref(name: str, source: str) -> str:
+    if not valid_ref_name(name):
+        problem = f"{show_value(name)} is not a valid git branch name"
+        raise invalid(source, "control_ref", problem, "a git branch name such as main")
+    return name
+
+
+def _checked_prefix(prefix: str, source: str) -> str:
+    # A prefix is good when it makes a good branch name with any goal id after it.
+    if not valid_ref_name(prefix + "x"):
+        problem = f"{show_value(prefix)} does not make valid git branch names"
+        raise invalid(source, "branch_prefix", problem, "a prefix such as harness/")
+    return prefix
+
+
+def _scrub_env(names: list[str], source: str) -> tuple[str, ...]:
+    for index, name in enumerate(names):
+        if not _ENV_NAME_RE.fullmatch(name):
+            problem = f"{show_value(name)} is not an environment variable name"
+            expected = "letters, digits and '_', not starting with a digit"
+            raise invalid(source, f"scrub_env[{index}]", problem, expected)
+    return tuple(names)
+
+
+def _rule(raw: Mapping[str, Any], source: str, key: str) -> DestructiveRule:
+    paths = tuple(raw.get("paths", []))
+    lines = tuple(raw.get("lines", []))
+    if not paths and not lines:
+        problem = "rule has neither paths nor lines"
+        raise invalid(source, key, problem, "at least one path glob or line regex")
+    for index, pattern in enumerate(lines):
+        _check_regex(pattern, source, f"{key}.lines[{index}]")
+    return DestructiveRule(cls=raw["class"], paths=paths, lines=lines)
+
+
+def _check_regex(pattern: str, source: str, key: str) -> None:
+    try:
+        re.compile(pattern)
+    # re raises OverflowError for huge repeat counts and RecursionError for very deep
+    # nesting; both are this pattern's fault, not the harness's.
+    except (re.error, OverflowError, RecursionError) as exc:
+        problem = f"{show_value(pattern)} does not compile: {exc}"
+        raise invalid(source, key, problem, "a Python regular expression") from None

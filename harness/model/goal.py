@@ -1,0 +1,260 @@
+"""Goal files (goals/<id>.yaml, version 1): load, validate, and the typed records inside.
+
+Every check happens here, at the edge; nothing deeper reads the raw mapping. Each refusal
+is one InvalidInput line naming the file, the key path and what was expected.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import shlex
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from harness.errors import invalid
+from harness.model import yamlutil
+from harness.model.limits import Budget, Defaults, Halt, budget_from, halt_from, parse_duration
+from harness.model.wording import show_value
+
+GOAL_ID_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
+GOAL_ID_EXPECTED = "1 to 63 lowercase letters, digits or '-', starting with a letter or digit"
+MAX_OBJECTIVE_CHARS = 32_000
+MAX_GOAL_FILE_BYTES = 256 * 1024
+COMMAND_EXPECTED = "a command: a non-empty string of shell words or a non-empty list of strings"
+RELATIVE_PATH_EXPECTED = "a relative path inside the repository, without '..'"
+SCHEMA = "goal.schema.json"
+
+
+@dataclass(frozen=True)
+class StepSpec:
+    run: tuple[str, ...]
+    timeout_s: int
+
+
+@dataclass(frozen=True)
+class BuildSpec:
+    run: tuple[str, ...]
+    timeout_s: int
+    format: str
+
+
+@dataclass(frozen=True)
+class JudgeSpec:
+    run: tuple[str, ...]
+    timeout_s: int
+    junit: str | None
+
+
+@dataclass(frozen=True)
+class Goal:
+    id: str
+    owner: str
+    objective: str
+    build: BuildSpec
+    judge: JudgeSpec
+    review: StepSpec | None
+    plan: StepSpec | None
+    ship: StepSpec | None
+    budget: Budget
+    halt: Halt
+    expect_files: tuple[str, ...]
+    sha256: str  # hex SHA-256 of the exact file bytes: what an approval signs
+    source: str  # the path used in messages, e.g. "goals/fix-login.yaml"
+
+
+def goal_source(goal_id: str) -> str:
+    """`goals/<id>.yaml` as a message names it. A name that is not a goal id is shown quoted
+    and escaped: a file name may hold a newline or a terminal escape, and no message may
+    print a line of its own."""
+    if GOAL_ID_RE.fullmatch(goal_id):
+        return f"goals/{goal_id}.yaml"
+    return f"goals/{show_value(goal_id + '.yaml')}"
+
+
+def check_goal_id(goal_id: str, source: str) -> str:
+    """The id itself when it is a valid goal id; InvalidInput naming the problem otherwise."""
+    # fullmatch: with search or match, "$" would accept a trailing newline.
+    if GOAL_ID_RE.fullmatch(goal_id):
+        return goal_id
+    if not goal_id:
+        problem = "goal id is empty"
+    elif len(goal_id) > 63:
+        problem = f"goal id is {len(goal_id)} characters long"
+    else:
+        problem = f"{show_value(goal_id)} is not a valid goal id"
+    raise invalid(source, "id", problem, GOAL_ID_EXPECTED)
+
+
+def load_goal(
+    path: Path,
+    source: str,
+    defaults: Defaults,
+    owner_principals: Collection[str] | None = None,
+) -> Goal:
+    """Read and parse goals/<id>.yaml; the expected id is the file's stem."""
+    data = yamlutil.read_capped(path, MAX_GOAL_FILE_BYTES, source)
+    return parse_goal(data, source, path.stem, defaults, owner_principals)
+
+
+def parse_goal(
+    data: bytes,
+    source: str,
+    expected_id: str,
+    defaults: Defaults,
+    owner_principals: Collection[str] | None = None,
+) -> Goal:
+    """Validate a goal file's bytes into a Goal; InvalidInput for anything else.
+
+    Order: size, YAML, top-level mapping, JSON Schema, then the checks a schema cannot
+    express (id and file name, lengths, durations, finiteness, owners, paths).
+    """
+    yamlutil.check_size(data, MAX_GOAL_FILE_BYTES, source)
+    raw = yamlutil.expect_mapping(yamlutil.load_yaml(data, source), source)
+    yamlutil.validate(raw, SCHEMA, source)
+    return _goal_from(raw, data, source, expected_id, defaults, owner_principals)
+
+
+def _goal_from(
+    raw: Mapping[str, Any],
+    data: bytes,
+    source: str,
+    expected_id: str,
+    defaults: Defaults,
+    owner_principals: Collection[str] | None,
+) -> Goal:
+    # Built one by one so the checks run, and fail, in a fixed and documented order.
+    goal_id = _checked_id(raw["id"], expected_id, source)
+    objective = _checked_objective(raw["objective"], source)
+    timeouts = defaults.timeouts
+    build = _build_spec(raw["build"], timeouts["build"], source)
+    judge = _judge_spec(raw["judge"], timeouts["judge"], source)
+    review = _step_spec(raw.get("review"), "review", timeouts["review"], source)
+    plan = _step_spec(raw.get("plan"), "plan", timeouts["plan"], source)
+    ship = _step_spec(raw.get("ship"), "ship", timeouts["ship"], source)
+    budget = budget_from(raw.get("budget", {}), defaults.budget, source, "budget")
+    halt = halt_from(raw.get("halt", {}), defaults.halt)
+    owner = _checked_owner(raw["owner"], owner_principals, source)
+    expect_files = _expect_files(raw.get("expect", {}), source)
+    return Goal(
+        id=goal_id,
+        owner=owner,
+        objective=objective,
+        build=build,
+        judge=judge,
+        review=review,
+        plan=plan,
+        ship=ship,
+        budget=budget,
+        halt=halt,
+        expect_files=expect_files,
+        sha256=hashlib.sha256(data).hexdigest(),
+        source=source,
+    )
+
+
+def _checked_id(goal_id: str, expected_id: str, source: str) -> str:
+    if goal_id != expected_id:
+        problem = f"{show_value(goal_id)} does not match the file name"
+        raise invalid(source, "id", problem, show_value(expected_id))
+    return check_goal_id(goal_id, source)
+
+
+def _checked_objective(objective: str, source: str) -> str:
+    expected = f"the goal in words, at most {MAX_OBJECTIVE_CHARS:,} characters"
+    if not objective.strip():
+        raise invalid(source, "objective", "is empty", expected)
+    if len(objective) > MAX_OBJECTIVE_CHARS:
+        problem = f"is {len(objective):,} characters long"
+        raise invalid(source, "objective", problem, expected)
+    return objective
+
+
+def _checked_owner(owner: str, owner_principals: Collection[str] | None, source: str) -> str:
+    # allowed_signers separates fields by whitespace, so a principal cannot hold any; and
+    # it is printed bare in messages, so no control or bidi-override characters either.
+    if not owner.isprintable() or " " in owner:
+        problem = f"{show_value(owner)} is not a principal"
+        raise invalid(source, "owner", problem, "a principal from .harness/owners, no spaces")
+    if owner_principals is not None and owner not in owner_principals:
+        raise invalid(source, "owner", f"{owner} is not listed in .harness/owners")
+    return owner
+
+
+def _build_spec(raw: Mapping[str, Any], default_timeout: int, source: str) -> BuildSpec:
+    return BuildSpec(
+        run=_command(raw["run"], source, "build.run"),
+        timeout_s=_timeout(raw, default_timeout, source, "build"),
+        format=raw.get("format", "plain"),
+    )
+
+
+def _judge_spec(raw: Mapping[str, Any], default_timeout: int, source: str) -> JudgeSpec:
+    junit = raw.get("junit")
+    return JudgeSpec(
+        run=_command(raw["run"], source, "judge.run"),
+        timeout_s=_timeout(raw, default_timeout, source, "judge"),
+        junit=None if junit is None else _relative_path(junit, source, "judge.junit"),
+    )
+
+
+def _step_spec(
+    raw: Mapping[str, Any] | None, name: str, default_timeout: int, source: str
+) -> StepSpec | None:
+    if raw is None:
+        return None
+    run = _command(raw["run"], source, f"{name}.run")
+    return StepSpec(run=run, timeout_s=_timeout(raw, default_timeout, source, name))
+
+
+def _timeout(raw: Mapping[str, Any], default: int, source: str, step: str) -> int:
+    if "timeout" not in raw:
+        return default
+    return parse_duration(raw["timeout"], source, f"{step}.timeout")
+
+
+def _command(value: str | list[str], source: str, key: str) -> tuple[str, ...]:
+    """argv from a list as given, or from a string split into shell words (no shell runs)."""
+    if isinstance(value, list):
+        args = tuple(value)
+        where = [f"{key}[{index}]" for index in range(len(args))]
+    else:
+        args = _shell_words(value, source, key)
+        where = [key] * len(args)
+    for arg, arg_key in zip(args, where, strict=True):
+        if "\x00" in arg:  # exec cannot pass it; refuse it here rather than at run time
+            raise invalid(source, arg_key, "contains a NUL character", COMMAND_EXPECTED)
+    return args
+
+
+def _shell_words(value: str, source: str, key: str) -> tuple[str, ...]:
+    try:
+        words = shlex.split(value)
+    except ValueError as exc:  # shlex's messages: "No closing quotation", "No escaped ..."
+        problem = f"cannot split into shell words: {exc}"
+        raise invalid(source, key, problem, COMMAND_EXPECTED) from None
+    if not words:
+        raise invalid(source, key, "has no words", COMMAND_EXPECTED)
+    return tuple(words)
+
+
+def _expect_files(raw: Mapping[str, Any], source: str) -> tuple[str, ...]:
+    files = raw.get("files", [])
+    return tuple(
+        _relative_path(path, source, f"expect.files[{index}]") for index, path in enumerate(files)
+    )
+
+
+def _relative_path(path: str, source: str, key: str) -> str:
+    """A path that stays inside the worktree it is resolved against."""
+    if "\x00" in path:
+        problem = "contains a NUL character"
+    elif path.startswith("/"):
+        problem = f"{show_value(path)} is an absolute path"
+    elif ".." in PurePosixPath(path).parts:
+        problem = f"{show_value(path)} leaves the repository through '..'"
+    else:
+        return path
+    raise invalid(source, key, problem, RELATIVE_PATH_EXPECTED)

@@ -1,0 +1,131 @@
+"""Limits a goal runs under: durations, the budget and the halting rules, and their defaults.
+
+Shared by goal files and the config (which gives the defaults), so that neither of those
+two modules needs the other's import.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from harness.errors import invalid
+from harness.model.wording import got, show_value
+
+# A longer timeout overflows the OS wait calls subprocess makes; a year is ample.
+MAX_DURATION_SECONDS = 365 * 24 * 3600
+_MAX_DURATION_TEXT = f"{MAX_DURATION_SECONDS // 3600}h"
+DURATION_EXPECTED = (
+    f"a duration like 90s, 30m or 4h, or a whole number of seconds, up to {_MAX_DURATION_TEXT}"
+)
+COST_EXPECTED = "a number of US dollars greater than 0 and at most 1000000000"
+_DURATION_RE = re.compile(r"([0-9]{1,9})([smh])")
+_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600}
+
+
+@dataclass(frozen=True)
+class Budget:
+    """Limits on one goal's whole life; a zero, negative or NaN limit is refused (G2)."""
+
+    max_iterations: int
+    max_seconds: int
+    max_cost_usd: float
+    max_turns: int
+
+    def __post_init__(self) -> None:
+        for name in ("max_iterations", "max_seconds", "max_turns"):
+            _require_positive_int(name, getattr(self, name))
+        _require_positive_number("max_cost_usd", self.max_cost_usd)
+
+    def as_dict(self) -> dict[str, int | float]:
+        """The limits under the names the state cell and `status --json` use."""
+        return {
+            "iterations": self.max_iterations,
+            "seconds": self.max_seconds,
+            "cost_usd": self.max_cost_usd,
+            "turns": self.max_turns,
+        }
+
+
+@dataclass(frozen=True)
+class Halt:
+    no_progress_passes: int
+    max_passes: int
+
+    def __post_init__(self) -> None:
+        _require_positive_int("no_progress_passes", self.no_progress_passes)
+        _require_positive_int("max_passes", self.max_passes)
+
+
+def _require_positive_int(name: str, value: object) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+        raise ValueError(f"{name} must be a whole number greater than 0, not {value!r}")
+
+
+def _require_positive_number(name: str, value: object) -> None:
+    if isinstance(value, float) and not math.isfinite(value):
+        ok = False
+    else:
+        ok = isinstance(value, int | float) and not isinstance(value, bool) and value > 0
+    if not ok:
+        raise ValueError(f"{name} must be a finite number greater than 0, not {value!r}")
+
+
+@dataclass(frozen=True)
+class Defaults:
+    """Bounds a goal file may leave out."""
+
+    budget: Budget
+    halt: Halt
+    timeouts: Mapping[str, int]  # seconds per step: build judge review plan ship
+
+
+def parse_duration(value: object, source: str, key: str) -> int:
+    """Seconds from `90s`, `30m`, `4h` or a whole number of seconds; always > 0."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        seconds, shown = value, show_value(value)
+    elif isinstance(value, str) and (match := _DURATION_RE.fullmatch(value)):
+        seconds, shown = int(match[1]) * _UNIT_SECONDS[match[2]], show_value(value)
+    elif isinstance(value, str):
+        raise invalid(source, key, f"{show_value(value)} is not a duration", DURATION_EXPECTED)
+    else:
+        raise invalid(source, key, got(value), DURATION_EXPECTED)
+    if seconds <= 0:
+        raise invalid(source, key, f"{shown} is not greater than 0", DURATION_EXPECTED)
+    if seconds > MAX_DURATION_SECONDS:
+        raise invalid(
+            source, key, f"{shown} is longer than {_MAX_DURATION_TEXT}", DURATION_EXPECTED
+        )
+    return seconds
+
+
+def budget_from(raw: Mapping[str, Any], default: Budget, source: str, key: str) -> Budget:
+    """A Budget from a schema-checked mapping, each missing limit taken from `default`."""
+    seconds = default.max_seconds
+    if "max_seconds" in raw:
+        seconds = parse_duration(raw["max_seconds"], source, f"{key}.max_seconds")
+    return Budget(
+        max_iterations=raw.get("max_iterations", default.max_iterations),
+        max_seconds=seconds,
+        max_cost_usd=_cost(raw.get("max_cost_usd", default.max_cost_usd), source, key),
+        max_turns=raw.get("max_turns", default.max_turns),
+    )
+
+
+def _cost(value: int | float, source: str, key: str) -> float:
+    # JSON Schema's bounds let NaN through: every comparison with NaN is false.
+    if not math.isfinite(value):
+        problem = f"{show_value(value)} is not a finite number"
+        raise invalid(source, f"{key}.max_cost_usd", problem, COST_EXPECTED)
+    return float(value)
+
+
+def halt_from(raw: Mapping[str, Any], default: Halt) -> Halt:
+    """A Halt from a schema-checked mapping, each missing value taken from `default`."""
+    return Halt(
+        no_progress_passes=raw.get("no_progress_passes", default.no_progress_passes),
+        max_passes=raw.get("max_passes", default.max_passes),
+    )

@@ -1,0 +1,227 @@
+"""One renderer from events to text. `harness run` prints `text_line` for each event as it
+is appended; `harness replay` prints the same from the ledger alone."""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any
+
+from harness.record.cell import Cell, apply
+from harness.record.ledger import Event, Position, Record
+from harness.store.fsutil import canonical_json
+
+REPORT_TAIL_EVENTS = 200
+_CONTROL = {i: f"\\x{i:02x}" for i in range(32)} | {10: "\\n", 9: "\\t", 13: "\\r", 127: "\\x7f"}
+
+
+def _clean(text: object) -> str:
+    """One line, no control characters: agent output can never forge a second line."""
+    shown = str(text)
+    # Every character _CONTROL maps is non-printable, so printable text needs no translate.
+    return shown if shown.isprintable() else shown.translate(_CONTROL)
+
+
+def _money(value: float) -> str:
+    return f"${value:.4f}"
+
+
+def _step_finished(event: Event) -> str:
+    get = event.data.get
+    result = "timed out" if get("timed_out") else get("result", "done")
+    line = (
+        f"{event.step}[{event.iteration}] {result} "
+        f"exit={get('exit_code')} {get('duration_s', 0.0):.1f}s"
+    )
+    if event.step == "build":
+        cost = get("cost_usd", 0.0)
+        line += f" cost=${cost:.4f} turns={get('turns', 0)} changed={len(get('changed', ()))}"
+    failing = get("failing_test")
+    return f"{line} failing={_clean(failing)}" if failing else line
+
+
+def _limits(data: Mapping[str, Any]) -> str:
+    limits = data["limits"]
+    return " ".join(
+        f"{key}={limits[key]}" for key in ("iterations", "seconds", "cost_usd", "turns", "passes")
+    )
+
+
+def _goal_started(event: Event) -> str:
+    data = event.data
+    who = ",".join(data.get("approved_by", []))
+    kind = event.type.split(".")[1]
+    return f"{kind} sha256={data['goal_sha256'][:12]} approved-by={who} limits: {_limits(data)}"
+
+
+def _step_started(event: Event) -> str:
+    lessons = event.data.get("lessons")
+    given = ", ".join(ref["name"] for ref in lessons) if lessons else ""
+    started = f"{event.step}[{event.iteration}] started"
+    return f"{started} (lessons: {given})" if given else started
+
+
+def _lesson_checked(event: Event) -> str:
+    data = event.data
+    verdict = "passed" if data["passed"] else "failed"
+    return f"lesson {data['name']} check {verdict} exit={data['exit_code']}"
+
+
+def _step_interrupted(event: Event) -> str:
+    return f"{event.step}[{event.iteration}] interrupted by {event.data['signal']}"
+
+
+def _step_cutoff(event: Event) -> str:
+    changed = len(event.data.get("changed", []))
+    return f"{event.step}[{event.iteration}] was cut off; work in progress: {changed} files"
+
+
+def _done_blocked(event: Event) -> str:
+    data = event.data
+    if data.get("lessons_failed"):
+        return f"done gate blocked: lesson check failed: {', '.join(data['lessons_failed'])}"
+    return f"done gate blocked: missing {', '.join(data['missing'])}"
+
+
+def _goal_gated(event: Event) -> str:
+    data = event.data
+    detail = f" ({data['detail']})" if data.get("detail") else ""
+    return f"{data['status']} gate={data['reason']}{detail}"
+
+
+def _owners_rotated(event: Event) -> str:
+    who = ",".join(event.data.get("signers", []))
+    return f"owners rotated to sha256={event.data['owners_sha256'][:12]} by {who}"
+
+
+def _decision_used(event: Event) -> str:
+    return f"decision {event.data['decision']} by {','.join(event.data.get('signers', []))}"
+
+
+def _goal_ended(event: Event) -> str:
+    detail = f" ({event.data['detail']})" if event.data.get("detail") else ""
+    return event.type.split(".")[1] + detail
+
+
+# One entry per event type (a replay of a million events looks each one up once).
+_DESCRIBE: dict[str, Callable[[Event], str]] = {
+    "goal.started": _goal_started,
+    "goal.revised": _goal_started,
+    "step.started": _step_started,
+    "lesson.checked": _lesson_checked,
+    "step.interrupted": _step_interrupted,
+    "step.cutoff": _step_cutoff,
+    "step.finished": _step_finished,
+    "done.blocked": _done_blocked,
+    "goal.gated": _goal_gated,
+    "owners.rotated": _owners_rotated,
+    "decision.used": _decision_used,
+    "goal.completed": _goal_ended,
+    "goal.cancelled": _goal_ended,
+    "goal.resumed": _goal_ended,
+    "goal.failed": _goal_ended,
+}
+
+
+def describe(event: Event) -> str:
+    """The event in words; an event type this version does not know is shown by name."""
+    shown = _DESCRIBE.get(event.type)
+    return event.type if shown is None else shown(event)
+
+
+def text_line(event: Event) -> str:
+    return _clean(f"{event.ts} {event.goal} #{event.seq} {describe(event)}") + "\n"
+
+
+def _budget(cell: Cell) -> str:
+    used, limit = cell.used, cell.limit
+    return " · ".join(
+        [
+            f"iterations {used.iterations}/{limit.iterations}",
+            f"agent seconds {used.seconds:.1f}/{limit.seconds}",
+            f"cost {_money(used.cost_usd)}/{_money(limit.cost_usd)}",
+            f"turns {used.turns}/{limit.turns}",
+            f"passes {used.passes}/{limit.passes}",
+        ]
+    )
+
+
+class MarkdownReport:
+    """Accumulates events; `render()` gives report.md. Memory is bounded by the tail size."""
+
+    def __init__(self, goal_id: str) -> None:
+        self.goal_id = goal_id
+        self.tail: deque[str] = deque(maxlen=REPORT_TAIL_EVENTS)
+        self.count = 0
+
+    def add(self, event: Event) -> None:
+        self.tail.append(text_line(event))
+        self.count += 1
+
+    def render(self, cell: Cell) -> str:
+        rows = [
+            ("status", cell.status),
+            ("gate", cell.gate or "-"),
+            ("gate detail", cell.gate_detail or "-"),
+            ("next step", cell.step or "-"),
+            ("iteration", str(cell.iteration)),
+            ("failing test", cell.failing_test or "-"),
+            ("budget used", _budget(cell)),
+            ("goal sha256", cell.goal_sha256 or "-"),
+            ("ledger head", str(cell.position)),
+        ]
+        table = "".join(f"| {name} | {_md_cell(value)} |\n" for name, value in rows)
+        shown = len(self.tail)
+        note = (
+            ""
+            if shown == self.count
+            else (
+                f"Showing the last {shown} of {self.count} events; `harness replay {self.goal_id}` shows all.\n\n"
+            )
+        )
+        return (
+            f"# Goal `{self.goal_id}`\n\n| field | value |\n|---|---|\n{table}\n"
+            f"## Events\n\n{note}```text\n{''.join(self.tail)}```\n"
+        )
+
+
+def _md_cell(value: str) -> str:
+    return _clean(value).replace("|", "\\|")
+
+
+def json_event(record: Record) -> bytes:
+    event = record.event
+    return canonical_json(
+        {
+            "seq": event.seq,
+            "ts": event.ts,
+            "type": event.type,
+            "step": event.step,
+            "iteration": event.iteration,
+            "data": dict(event.data),
+            "hash": record.hash,
+        }
+    )
+
+
+def replay_chunks(records: Iterable[Record], goal_id: str, fmt: str) -> Iterator[bytes]:
+    """The bytes of `harness replay --format fmt`, streamed as the records are read."""
+    if fmt == "text":
+        for record in records:
+            yield text_line(record.event).encode()
+        return
+    cell = Cell(goal=goal_id)
+    report = MarkdownReport(goal_id)
+    if fmt == "json":
+        yield b'{"events":['
+    for n, record in enumerate(records):
+        cell = apply(cell, record.event, Position(record.event.seq, record.hash))
+        if fmt == "md":
+            report.add(record.event)
+        else:
+            yield (b"," if n else b"") + json_event(record)
+    if fmt == "md":
+        yield report.render(cell).encode()
+        return
+    tail = {"goal": goal_id, "state": cell.to_dict()}
+    yield b"]," + canonical_json(tail)[1:] + b"\n"

@@ -1,0 +1,127 @@
+"""The repository secret: where it comes from, and the per-goal keys derived from it.
+
+The secret never reaches the repository, the ledger, a log or a child process.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import os
+import secrets as _random
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.errors import TrustFailure
+
+MIN_SECRET_BYTES = 32
+ENV_SECRET = "HARNESS_SECRET"
+ENV_SECRET_FILE = "HARNESS_SECRET_FILE"
+
+
+def default_secret_file(env: Mapping[str, str]) -> Path:
+    base = env.get("XDG_CONFIG_HOME") or str(Path(env.get("HOME", "~")).expanduser() / ".config")
+    return Path(base) / "goal-harness" / "secret"
+
+
+@dataclass(frozen=True)
+class Secret:
+    """The repository secret. `repr` never shows the bytes."""
+
+    value: bytes = b""
+    origin: str = ""
+
+    def __repr__(self) -> str:
+        return f"Secret(origin={self.origin!r})"
+
+    def goal_key(self, goal_id: str) -> bytes:
+        """A key for one goal, so a MAC made for one goal is useless for another."""
+        info = b"goal-harness v1 goal-key\x00" + goal_id.encode("utf-8")
+        return hmac.new(self.value, info, hashlib.sha256).digest()
+
+    def cache_key(self) -> bytes:
+        """The key vouching for machine-local caches (harness/model/config.py's ConfigCache)."""
+        return hmac.new(self.value, b"goal-harness v1 cache-key", hashlib.sha256).digest()
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    try:
+        path.resolve().relative_to(folder.resolve())
+    except ValueError:
+        return False
+    return True
+
+
+def _from_file(path: Path, repo_root: Path | None) -> Secret:
+    if repo_root is not None and _inside(path, repo_root):
+        raise TrustFailure(
+            f"{path}: the secret file is inside the repository; "
+            "move it outside (see `harness secret new --file`)"
+        )
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise TrustFailure(
+            f"no secret: {path} does not exist; run `harness secret new` "
+            f"or set {ENV_SECRET} / {ENV_SECRET_FILE}"
+        ) from None
+    except OSError as exc:
+        raise TrustFailure(f"{path}: cannot read the secret: {exc.strerror}") from None
+    return Secret(raw.strip(), str(path))
+
+
+def make_undumpable() -> None:
+    """Linux: keep processes of the same user (the agent) out of this one's memory and
+    /proc/<pid>/environ, where HARNESS_SECRET would otherwise be readable."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_DUMPABLE, 0)
+    except (OSError, AttributeError):
+        return
+
+
+_PR_SET_DUMPABLE = 4
+
+
+def load_secret(env: Mapping[str, str], repo_root: Path | None = None) -> Secret:
+    """HARNESS_SECRET, else HARNESS_SECRET_FILE, else the default file. Refuses short ones.
+
+    Whoever holds the secret is made undumpable first (see make_undumpable)."""
+    make_undumpable()
+    if env.get(ENV_SECRET):
+        secret = Secret(env[ENV_SECRET].strip().encode("utf-8"), ENV_SECRET)
+    elif env.get(ENV_SECRET_FILE):
+        secret = _from_file(Path(env[ENV_SECRET_FILE]).expanduser(), repo_root)
+    else:
+        secret = _from_file(default_secret_file(env), repo_root)
+    if len(secret.value) < MIN_SECRET_BYTES:
+        raise TrustFailure(
+            f"the secret from {secret.origin} is {len(secret.value)} bytes; at least "
+            f"{MIN_SECRET_BYTES} are required (make one with `harness secret new`)"
+        )
+    return secret
+
+
+def new_secret_text() -> str:
+    return _random.token_hex(32)
+
+
+def write_secret_file(path: Path, repo_root: Path | None) -> None:
+    """Create a new secret file with mode 0600; never overwrite an existing one."""
+    from harness.errors import InvalidInput
+
+    if repo_root is not None and _inside(path, repo_root):
+        raise InvalidInput(f"{path}: the secret file must be outside the repository")
+    if path.exists():
+        raise InvalidInput(f"{path}: a secret file already exists; remove it first to replace it")
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(new_secret_text() + "\n")
+        handle.flush()
+        os.fsync(handle.fileno())

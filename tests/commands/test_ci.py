@@ -1,0 +1,481 @@
+"""`harness ci`: the GitHub workflow (checked against GitHub's own schema and run as bash),
+the cron line (run as cron would) and the systemd units (parsed, and verified by systemd)."""
+
+from __future__ import annotations
+
+import configparser
+import io
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import check_jsonschema
+import jsonschema
+import pytest
+
+from harness.cli import cli
+from harness.commands.ci import (
+    SERVICE_NAME,
+    TIMER_NAME,
+    WORKFLOW_PATH,
+    ci_cron,
+    ci_github,
+    ci_systemd,
+    schedule,
+)
+from harness.errors import InvalidInput
+from harness.model.yamlutil import load_yaml
+from tests.managed import SECRET, ManagedRepo, git
+
+WORKFLOW_SCHEMA = (
+    Path(check_jsonschema.__file__).parent / "builtin_schemas" / "vendor" / "github-workflows.json"
+)
+BIN = str(Path(sys.executable).parent)
+CRON_FIELD = re.compile(r"^(\*|\d+)(/\d+)?$")
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    root = tmp_path / "repo"
+    root.mkdir()
+    git(root, "init", "-q", "-b", "main")
+    (root / "README").write_text("x\n")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "init")
+    return root
+
+
+def _workflow(root: Path) -> dict[str, Any]:
+    data = load_yaml((root / WORKFLOW_PATH).read_bytes(), WORKFLOW_PATH)
+    assert isinstance(data, dict)
+    return data
+
+
+def _schema() -> dict[str, Any]:
+    import json
+
+    schema: dict[str, Any] = json.loads(WORKFLOW_SCHEMA.read_text())
+    return schema
+
+
+def _validate(workflow: dict[str, Any]) -> None:
+    schema = _schema()
+    jsonschema.validators.validator_for(schema)(schema).validate(workflow)
+
+
+def _step(workflow: dict[str, Any], name: str) -> dict[str, Any]:
+    steps = workflow["jobs"]["run"]["steps"]
+    return next(s for s in steps if s.get("name") == name)
+
+
+def _bash(script: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    # How GitHub runs `shell: bash` steps.
+    return subprocess.run(
+        ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", script],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+# --- GitHub Actions ---------------------------------------------------------------------
+
+
+def test_workflow_validates_against_githubs_schema(repo: Path) -> None:
+    out = io.StringIO()
+    assert ci_github(repo, out, force=False) == 0
+    assert f"wrote {WORKFLOW_PATH}" in out.getvalue()
+    _validate(_workflow(repo))
+
+
+def test_schema_check_is_not_vacuous(repo: Path) -> None:
+    ci_github(repo, io.StringIO(), force=False)
+    broken = _workflow(repo)
+    del broken["jobs"]["run"]["runs-on"]
+    with pytest.raises(jsonschema.ValidationError):
+        _validate(broken)
+
+
+def test_workflow_has_the_promised_shape(repo: Path) -> None:
+    ci_github(repo, io.StringIO(), force=False)
+    wf = _workflow(repo)
+    assert wf["on"]["schedule"] == [{"cron": "*/30 * * * *"}]
+    assert "workflow_dispatch" in wf["on"]
+    assert wf["concurrency"] == {"group": "goal-harness", "cancel-in-progress": False}
+    assert wf["permissions"] == {"contents": "write"}
+    job = wf["jobs"]["run"]
+    assert job["runs-on"] == "ubuntu-latest"
+    uses = {s["uses"].split("@")[0]: s for s in job["steps"] if "uses" in s}
+    assert uses["actions/checkout"]["with"] == {"fetch-depth": 0}
+    assert uses["actions/setup-python"]["with"] == {"python-version": "3.11"}
+    assert _step(wf, "Install goal-harness")["run"] == "python -m pip install goal-harness"
+    fetch = _step(wf, "Fetch goal branches")["run"]
+    assert '"+refs/heads/harness/*:refs/remotes/origin/harness/*"' in fetch
+    run = _step(wf, "Run goals")
+    assert run["env"] == {"HARNESS_SECRET": "${{ secrets.HARNESS_SECRET }}"}
+    assert "harness run --push origin" in run["run"]
+    summary = _step(wf, "Summary")
+    assert summary["if"] == "always()"
+    assert summary["env"] == run["env"]
+    assert "$GITHUB_STEP_SUMMARY" in summary["run"]
+    assert "pin" in (repo / WORKFLOW_PATH).read_text().lower()
+
+
+@pytest.mark.parametrize(
+    ("code", "job_fails"), [(0, False), (4, False), (1, True), (2, True), (3, True)]
+)
+def test_run_step_fails_the_job_on_1_2_3_not_on_busy(
+    repo: Path, tmp_path: Path, code: int, job_fails: bool
+) -> None:
+    ci_github(repo, io.StringIO(), force=False)
+    stub = tmp_path / "stub"
+    stub.mkdir()
+    (stub / "harness").write_text(f'#!/bin/sh\necho "$@" > "{tmp_path}/args"\nexit {code}\n')
+    (stub / "harness").chmod(0o755)
+    env = {**os.environ, "PATH": f"{stub}:{os.environ['PATH']}"}
+    proc = _bash(_step(_workflow(repo), "Run goals")["run"], repo, env)
+    assert (tmp_path / "args").read_text() == "run --push origin\n"
+    assert (proc.returncode == code) if job_fails else (proc.returncode == 0), proc
+    if job_fails:
+        assert f"::error::harness run exited {code}" in proc.stdout
+
+
+def test_fetch_step_makes_local_goal_branches(repo: Path, tmp_path: Path) -> None:
+    ci_github(repo, io.StringIO(), force=False)
+    fetch = _step(_workflow(repo), "Fetch goal branches")["run"]
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "clone", "-q", "--bare", str(repo), str(remote))
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(remote), str(clone))
+    assert _bash(fetch, clone, dict(os.environ)).returncode == 0  # no goal branch yet: fine
+    git(repo, "push", "-q", str(remote), "main:refs/heads/harness/g1")
+    assert _bash(fetch, clone, dict(os.environ)).returncode == 0
+    assert git(clone, "rev-parse", "refs/heads/harness/g1") == git(repo, "rev-parse", "main")
+
+
+def test_fetch_step_leaves_an_existing_goal_branch_alone(repo: Path, tmp_path: Path) -> None:
+    # A kept clone (self-hosted runner) may hold results it never pushed: `harness run
+    # --push` pushes them; the fetch step must neither fail nor move the branch back.
+    ci_github(repo, io.StringIO(), force=False)
+    fetch = _step(_workflow(repo), "Fetch goal branches")["run"]
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "clone", "-q", "--bare", str(repo), str(remote))
+    git(repo, "push", "-q", str(remote), "main:refs/heads/harness/g1")
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(remote), str(clone))
+    git(clone, "branch", "-q", "harness/g1", "origin/harness/g1")
+    git(clone, "commit", "-q", "--allow-empty", "-m", "unpushed")
+    git(clone, "branch", "-q", "-f", "harness/g1", "HEAD")
+    ahead = git(clone, "rev-parse", "HEAD")
+    assert _bash(fetch, clone, dict(os.environ)).returncode == 0
+    assert git(clone, "rev-parse", "refs/heads/harness/g1") == ahead
+
+
+def test_workflow_steps_run_a_goal_and_push_it(managed: Any, tmp_path: Path) -> None:
+    """Fetch, run and summary steps as GitHub would run them, in a fresh clone."""
+    repo: ManagedRepo = managed(mode="fix-on-1")
+    ci_github(repo.root, io.StringIO(), force=False)
+    wf = _workflow(repo.root)
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "clone", "-q", "--bare", str(repo.root), str(remote))
+    clone = tmp_path / "runner"
+    git(tmp_path, "clone", "-q", str(remote), str(clone))
+    summary = tmp_path / "summary.md"
+    env = {**repo.env, "PATH": f"{BIN}:{os.environ['PATH']}", "GITHUB_STEP_SUMMARY": str(summary)}
+    for name in ("Fetch goal branches", "Run goals", "Summary"):
+        proc = _bash(_step(wf, name)["run"], clone, env)
+        assert proc.returncode == 0, (name, proc.stdout, proc.stderr)
+    pushed = git(remote, "rev-parse", "refs/heads/harness/g1")
+    assert pushed == git(clone, "rev-parse", "refs/heads/harness/g1")
+    assert "g1 completed step=- iteration=1" in summary.read_text()
+
+
+def test_summary_step_writes_status_and_reports(managed: Any, tmp_path: Path) -> None:
+    repo: ManagedRepo = managed(mode="fix-on-1")
+    repo.harness("run", check=0)
+    ci_github(repo.root, io.StringIO(), force=False)
+    summary_file = tmp_path / "summary.md"
+    env = {
+        **repo.env,
+        "PATH": f"{BIN}:{os.environ['PATH']}",
+        "GITHUB_STEP_SUMMARY": str(summary_file),
+    }
+    proc = _bash(_step(_workflow(repo.root), "Summary")["run"], repo.root, env)
+    assert proc.returncode == 0, proc.stderr
+    text = summary_file.read_text()
+    assert "g1 completed step=- iteration=1" in text
+    assert "# Goal `g1`" in text and "| status | completed |" in text
+
+
+def test_summary_step_survives_a_failing_harness(managed: Any, tmp_path: Path) -> None:
+    repo: ManagedRepo = managed(mode="fix-on-1")
+    repo.harness("run", check=0)
+    ci_github(repo.root, io.StringIO(), force=False)
+    summary_file = tmp_path / "summary.md"
+    env = {k: v for k, v in repo.env.items() if k != "HARNESS_SECRET"}
+    env |= {
+        "HARNESS_SECRET_FILE": str(tmp_path / "absent"),
+        "PATH": f"{BIN}:{os.environ['PATH']}",
+        "GITHUB_STEP_SUMMARY": str(summary_file),
+    }
+    proc = _bash(_step(_workflow(repo.root), "Summary")["run"], repo.root, env)
+    assert proc.returncode == 0, proc.stderr
+    assert "(harness status exited 3)" in summary_file.read_text()
+    assert "(no report for harness/g1)" in summary_file.read_text()
+
+
+def test_workflow_follows_the_configured_branch_prefix(repo: Path) -> None:
+    (repo / ".harness").mkdir()
+    (repo / ".harness" / "config.yaml").write_text("version: 1\nbranch_prefix: bots/\n")
+    ci_github(repo, io.StringIO(), force=False)
+    wf = _workflow(repo)
+    assert (
+        "+refs/heads/bots/*:refs/remotes/origin/bots/*" in _step(wf, "Fetch goal branches")["run"]
+    )
+    assert '"${ref#bots/}"' in _step(wf, "Summary")["run"]
+
+
+def test_github_refuses_to_overwrite_without_force(repo: Path) -> None:
+    target = repo / WORKFLOW_PATH
+    target.parent.mkdir(parents=True)
+    target.write_text("mine\n")
+    with pytest.raises(InvalidInput) as caught:
+        ci_github(repo, io.StringIO(), force=False)
+    assert caught.value.exit_code == 2
+    assert str(caught.value) == (
+        f"{WORKFLOW_PATH}: already exists (expected no file; pass --force to replace it)"
+    )
+    assert target.read_text() == "mine\n"
+    assert ci_github(repo, io.StringIO(), force=True) == 0
+    assert target.read_text().startswith("# goal-harness")
+
+
+def test_github_outside_a_repository_is_invalid_input(tmp_path: Path) -> None:
+    with pytest.raises(InvalidInput, match="not inside a git repository"):
+        ci_github(tmp_path, io.StringIO(), force=False)
+
+
+# --- cron -------------------------------------------------------------------------------
+
+
+def _cron_entries(text: str) -> list[str]:
+    return [line for line in text.splitlines() if line and not line.startswith("#")]
+
+
+def _cron(root: Path, every: int, env: dict[str, str]) -> tuple[list[str], str]:
+    out = io.StringIO()
+    assert ci_cron(root, out, every, env) == 0
+    entries = _cron_entries(out.getvalue())
+    assert len(entries) == 1
+    return entries[0].split(maxsplit=5), out.getvalue()
+
+
+def test_cron_line_has_five_time_fields_and_runs_harness(repo: Path, tmp_path: Path) -> None:
+    secret_file = tmp_path / "secret"
+    fields, _ = _cron(repo, 30, {"HARNESS_SECRET_FILE": str(secret_file)})
+    assert fields[:5] == ["*/30", "*", "*", "*", "*"]
+    assert all(CRON_FIELD.match(field) for field in fields[:5])
+    words = shlex.split(fields[5])
+    assert words[:3] == ["cd", str(repo), "&&"]
+    assert words[3] == f"HARNESS_SECRET_FILE={secret_file}"
+    assert Path(words[4]).is_absolute() and Path(words[4]).name == "harness"
+    assert words[5:] == ["run", ">>", str(repo / ".git" / "harness" / "cron.log"), "2>&1"]
+
+
+def test_cron_uses_the_default_secret_file(repo: Path, tmp_path: Path) -> None:
+    fields, text = _cron(repo, 10, {"XDG_CONFIG_HOME": str(tmp_path / "cfg")})
+    assert f"HARNESS_SECRET_FILE={tmp_path / 'cfg' / 'goal-harness' / 'secret'}" in fields[5]
+    assert "# note: " in text and "does not exist yet: run `harness secret new`" in text
+
+
+def test_cron_line_really_runs_the_goals(managed: Any, tmp_path: Path) -> None:
+    repo: ManagedRepo = managed(mode="fix-on-1")
+    secret_file = tmp_path / "secret"
+    secret_file.write_text(SECRET + "\n")
+    secret_file.chmod(0o600)
+    fields, text = _cron(repo.root, 5, {"HARNESS_SECRET_FILE": str(secret_file)})
+    assert "# note:" not in text
+    # cron's own environment: a minimal PATH, no harness variables, run from $HOME.
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "HOME": str(tmp_path),
+        "TEST_COUNTER_DIR": repo.env["TEST_COUNTER_DIR"],
+    }
+    proc = subprocess.run(["sh", "-c", fields[5]], cwd=tmp_path, env=env, timeout=120)
+    assert proc.returncode == 0
+    log = (repo.root / ".git" / "harness" / "cron.log").read_text()
+    assert " g1 #1 started " in log and "completed" in log
+    assert repo.status()["status"] == "completed"
+
+
+@pytest.mark.parametrize(
+    ("every", "cron", "calendar"),
+    [
+        (1, "*/1 * * * *", "*:0/1"),
+        (10, "*/10 * * * *", "*:0/10"),
+        (30, "*/30 * * * *", "*:0/30"),
+        (60, "0 */1 * * *", "0/1:00"),
+        (360, "0 */6 * * *", "0/6:00"),
+        (1440, "0 */24 * * *", "0/24:00"),
+    ],
+)
+def test_schedules(every: int, cron: str, calendar: str) -> None:
+    assert schedule(every) == (cron, calendar)
+
+
+@pytest.mark.parametrize("every", [0, -5, 7, 45, 90, 300, 2880])
+def test_uneven_or_bad_intervals_are_refused(repo: Path, every: int) -> None:
+    with pytest.raises(InvalidInput) as caught:
+        ci_cron(repo, io.StringIO(), every, {})
+    assert str(caught.value).startswith(f"--every: {every} (expected minutes that divide an hour")
+
+
+def test_cron_refuses_a_percent_sign_in_a_path(repo: Path, tmp_path: Path) -> None:
+    with pytest.raises(InvalidInput, match="cannot hold '%'"):
+        ci_cron(repo, io.StringIO(), 30, {"HARNESS_SECRET_FILE": str(tmp_path / "100%")})
+
+
+# --- systemd ----------------------------------------------------------------------------
+
+
+def _ini(text: str) -> configparser.ConfigParser:
+    parser = configparser.ConfigParser(strict=False, interpolation=None)
+    parser.optionxform = str  # type: ignore[assignment, method-assign]  # systemd keys are case-sensitive
+    parser.read_string(text)
+    return parser
+
+
+def _printed_units(text: str) -> dict[str, str]:
+    parts = re.split(r"^# --- (\S+)\n", text, flags=re.M)
+    return dict(zip(parts[1::2], parts[2::2], strict=True))
+
+
+def test_systemd_units_printed_with_headers(repo: Path, tmp_path: Path) -> None:
+    out = io.StringIO()
+    env = {"HARNESS_SECRET_FILE": str(tmp_path / "secret")}
+    assert ci_systemd(repo, out, None, 30, env) == 0
+    units = _printed_units(out.getvalue())
+    assert set(units) == {SERVICE_NAME, TIMER_NAME}
+    assert "systemctl --user enable --now goal-harness.timer" in units[TIMER_NAME]
+    service = _ini(units[SERVICE_NAME])["Service"]
+    assert service["ExecStart"].endswith(" run")
+
+
+def test_systemd_units_written_parse_with_expected_keys(repo: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "units"
+    out = io.StringIO()
+    env = {"HARNESS_SECRET_FILE": str(tmp_path / "secret")}
+    assert ci_systemd(repo, out, folder, 15, env) == 0
+    assert f"wrote {folder / SERVICE_NAME}" in out.getvalue()
+    assert out.getvalue().endswith(
+        "next: systemctl --user daemon-reload && systemctl --user enable --now goal-harness.timer\n"
+    )
+    service = _ini((folder / SERVICE_NAME).read_text())
+    assert service["Service"]["Type"] == "oneshot"
+    assert service["Service"]["WorkingDirectory"] == str(repo)
+    assert service["Service"]["Environment"] == f"HARNESS_SECRET_FILE={tmp_path / 'secret'}"
+    executable, argument = service["Service"]["ExecStart"].split()
+    assert Path(executable).is_absolute() and os.access(executable, os.X_OK)
+    assert argument == "run"
+    for key, value in {
+        "NoNewPrivileges": "yes",
+        "PrivateTmp": "yes",
+        "ProtectSystem": "strict",
+        "ReadWritePaths": str(repo),
+        "SuccessExitStatus": "4",
+    }.items():
+        assert service["Service"][key] == value
+    timer = _ini((folder / TIMER_NAME).read_text())
+    assert timer["Timer"]["OnCalendar"] == "*:0/15"
+    assert timer["Timer"]["Persistent"] == "true"
+    assert timer["Timer"]["Unit"] == SERVICE_NAME
+    assert timer["Install"]["WantedBy"] == "timers.target"
+
+
+def _systemd_analyze_works(folder: Path) -> bool:
+    """Whether `systemd-analyze verify` can run here at all (some containers lack what it
+    needs), tried on a unit that is known to be good."""
+    if shutil.which("systemd-analyze") is None:
+        return False
+    folder.mkdir()
+    unit = folder / "probe.service"
+    unit.write_text("[Service]\nType=oneshot\nExecStart=/bin/true\n")
+    proc = subprocess.run(["systemd-analyze", "verify", str(unit)], capture_output=True, timeout=60)
+    return proc.returncode == 0
+
+
+def test_systemd_accepts_the_units(repo: Path, tmp_path: Path) -> None:
+    if not _systemd_analyze_works(tmp_path / "probe"):
+        pytest.skip("systemd-analyze verify does not work here")
+    folder = tmp_path / "units"
+    ci_systemd(repo, io.StringIO(), folder, 30, {"HARNESS_SECRET_FILE": str(tmp_path / "s")})
+    proc = subprocess.run(
+        ["systemd-analyze", "verify", str(folder / SERVICE_NAME), str(folder / TIMER_NAME)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    about_ours = [line for line in proc.stderr.splitlines() if "goal-harness" in line]
+    assert proc.returncode == 0 and not about_ours, proc.stderr
+    calendar = _ini((folder / TIMER_NAME).read_text())["Timer"]["OnCalendar"]
+    check = subprocess.run(["systemd-analyze", "calendar", calendar], capture_output=True)
+    assert check.returncode == 0
+
+
+def test_systemd_refuses_to_overwrite_without_force(repo: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "units"
+    folder.mkdir()
+    (folder / TIMER_NAME).write_text("mine\n")
+    with pytest.raises(InvalidInput, match=r"already exists .*--force"):
+        ci_systemd(repo, io.StringIO(), folder, 30, {})
+    assert (folder / TIMER_NAME).read_text() == "mine\n"
+    assert not (folder / SERVICE_NAME).exists()
+    assert ci_systemd(repo, io.StringIO(), folder, 30, {}, force=True) == 0
+    assert "[Timer]" in (folder / TIMER_NAME).read_text()
+
+
+def test_systemd_refuses_a_path_it_would_split(tmp_path: Path) -> None:
+    root = tmp_path / "my repo"
+    root.mkdir()
+    git(root, "init", "-q", "-b", "main")
+    with pytest.raises(InvalidInput, match="cannot hold blanks"):
+        ci_systemd(root, io.StringIO(), None, 30, {})
+
+
+# --- through the command line (once harness/cli.py wires `harness ci`) -----------------
+
+needs_wiring = pytest.mark.skipif(
+    "ci" not in cli.commands,
+    reason="`harness ci` is not wired into harness/cli.py yet",
+)
+
+
+@needs_wiring
+def test_cli_ci_github_then_refusal(managed: Any) -> None:
+    repo: ManagedRepo = managed()
+    first = repo.harness("ci", "github", check=0)
+    assert f"wrote {WORKFLOW_PATH}" in first.stdout
+    again = repo.harness("ci", "github", check=2)
+    assert "already exists" in again.stderr and "--force" in again.stderr
+    repo.harness("ci", "github", "--force", check=0)
+
+
+@needs_wiring
+def test_cli_ci_cron_and_systemd(managed: Any, tmp_path: Path) -> None:
+    repo: ManagedRepo = managed()
+    cron = repo.harness("ci", "cron", "--every", "15", check=0)
+    assert len(_cron_entries(cron.stdout)) == 1
+    assert _cron_entries(cron.stdout)[0].startswith("*/15 * * * * cd ")
+    repo.harness("ci", "cron", "--every", "45", check=2)
+    units = tmp_path / "units"
+    repo.harness("ci", "systemd", "--dir", str(units), "--every", "60", check=0)
+    assert _ini((units / TIMER_NAME).read_text())["Timer"]["OnCalendar"] == "0/1:00"
+    repo.harness("ci", "systemd", "--dir", str(units), check=2)
+    repo.harness("ci", "systemd", "--dir", str(units), "--force", check=0)

@@ -1,0 +1,177 @@
+"""The state cell: the fold, the attested file, and its refusals."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+
+import pytest
+
+from harness.errors import TrustFailure
+from harness.record.cell import Cell, InFlight, Spend, apply, cell_bytes, fold, parse_cell
+from harness.record.ledger import Event, Position
+
+KEY = b"c" * 32
+LIMITS = {"iterations": 2, "seconds": 100, "cost_usd": 1.0, "turns": 10, "passes": 20}
+
+
+def ev(seq, type, step=None, iteration=0, **data):
+    return Event(seq, "t", type, "g1", step, iteration, data, "0" * 64), Position(
+        seq, f"{seq:064x}"
+    )
+
+
+def started(seq=1, steps=("build", "judge")):
+    return ev(
+        seq,
+        "goal.started",
+        goal_sha256="a" * 64,
+        owners_sha256="b" * 64,
+        approved_by=["o"],
+        steps=list(steps),
+        limits=LIMITS,
+        no_progress_passes=2,
+        control_commit="c" * 40,
+    )
+
+
+def round_(seq, iteration, passed, tree="t1", cost=0.5):
+    return [
+        ev(seq, "step.started", "build", iteration, call_id="b", base="0" * 40),
+        ev(
+            seq + 1,
+            "step.finished",
+            "build",
+            iteration,
+            duration_s=2.0,
+            cost_usd=cost,
+            turns=3,
+            tree=tree,
+        ),
+        ev(seq + 2, "step.started", "judge", iteration, call_id="j", base="0" * 40),
+        ev(
+            seq + 3,
+            "step.finished",
+            "judge",
+            iteration,
+            duration_s=1.0,
+            tree=tree,
+            result="pass" if passed else "fail",
+            failing_test=None if passed else "t::x",
+            output_tail="boom",
+        ),
+    ]
+
+
+def test_fold_counts_budget_and_schedules_repair():
+    cell = fold("g1", [started(), *round_(2, 1, passed=False)])
+    assert (cell.status, cell.step, cell.iteration, cell.failing_test) == (
+        "running",
+        "build",
+        2,
+        "t::x",
+    )
+    assert cell.used == Spend(iterations=1, seconds=2.0, cost_usd=0.5, turns=3, passes=2)
+    assert cell.feedback == "boom" and cell.in_flight is None
+    assert cell.exhausted() == []
+
+
+def test_same_failure_and_tree_counts_as_no_progress():
+    cell = fold("g1", [started(), *round_(2, 1, False), *round_(6, 2, False)])
+    assert cell.no_progress_count == 2
+    other = fold("g1", [started(), *round_(2, 1, False), *round_(6, 2, False, tree="t2")])
+    assert other.no_progress_count == 1
+
+
+def test_iterations_run_out_before_a_third_build():
+    cell = fold("g1", [started(), *round_(2, 1, False), *round_(6, 2, False, tree="t2")])
+    assert cell.exhausted() == ["iterations", "cost_usd"]
+
+
+def test_a_started_step_is_in_flight_until_finished():
+    cell = fold("g1", [started(), round_(2, 1, False)[0]])
+    assert cell.in_flight == InFlight("build", 1, "b", "0" * 40)
+    rerun = fold(
+        "g1",
+        [
+            ev(3, "step.cutoff", "build", 1, call_id="b", changed=[]),
+            ev(4, "step.started", "build", 1, call_id="b", base="0" * 40),
+        ],
+        start=cell,
+    )
+    assert rerun.used.iterations == 1 and rerun.used.passes == 2
+
+
+def test_judge_pass_goes_to_review_when_configured():
+    cell = fold("g1", [started(steps=("build", "judge", "review")), *round_(2, 1, True)])
+    assert (cell.step, cell.judge_passed, cell.failing_test) == ("review", True, None)
+
+
+def test_gate_and_decision():
+    cell = fold(
+        "g1", [started(), ev(2, "goal.gated", status="parked_at_eyes", reason="ship", detail="d")]
+    )
+    assert (cell.status, cell.gate) == ("parked_at_eyes", "ship")
+    shipped = apply(
+        cell,
+        ev(3, "decision.used", decision="ship", gate="ship", signers=["o"])[0],
+        Position(3, "h"),
+    )
+    assert (shipped.status, shipped.gate, shipped.step) == ("running", None, "ship")
+
+
+def test_cell_round_trip_and_mac_binds_goal_and_content():
+    cell = fold("g1", [started(), *round_(2, 1, False)])
+    data = cell_bytes(cell, KEY)
+    assert parse_cell(data, "s", "g1", KEY) == cell
+    with pytest.raises(TrustFailure, match="belongs to goal 'g1', not 'g2'"):
+        parse_cell(data, "s", "g2", KEY)
+    with pytest.raises(TrustFailure, match="MAC does not match"):
+        parse_cell(data.replace(b'"iteration":2', b'"iteration":1'), "s", "g1", KEY)
+    with pytest.raises(TrustFailure, match="MAC does not match"):
+        parse_cell(data, "s", "g1", b"d" * 32)
+
+
+def _signed(raw: dict) -> bytes:
+    body = json.dumps(raw, sort_keys=True, separators=(",", ":")).encode()
+    tag = b"harness-cell\x00v1\x00g1\x00"
+    return json.dumps(
+        {**raw, "mac": hmac.new(KEY, tag + body, hashlib.sha256).hexdigest()}
+    ).encode()
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda r: r.update(v=2), "unknown cell format version 2"),
+        (lambda r: r.pop("limit"), "malformed"),
+        (
+            lambda r: r["limit"].update(iterations=0),
+            "limit.iterations: 0 is not a valid budget amount",
+        ),
+        (lambda r: r["used"].update(cost_usd=-1), "used.cost_usd: -1 is not a valid budget amount"),
+        (lambda r: r["limit"].update(turns="9"), "limit.turns: '9' is not a valid budget amount"),
+        (lambda r: r["limit"].update(turns=True), "limit.turns: True is not a valid budget amount"),
+        (lambda r: r.update(status="bogus"), "unknown status 'bogus'"),
+        (lambda r: r.pop("position"), "fields are malformed \\('position'\\)"),
+    ],
+)
+def test_signed_but_malformed_cells_are_refused(change, message):
+    raw = {"v": 1, **fold("g1", [started()]).to_dict()}
+    change(raw)
+    with pytest.raises(TrustFailure, match=message):
+        parse_cell(_signed(raw), "s", "g1", KEY)
+
+
+@pytest.mark.parametrize(
+    "data",
+    [b"", b"{", b"[]", b'{"v":1,"v":1}', b'{"v":1,"x":NaN}', b'{"v":1}', b"\xff\xfe"],
+)
+def test_garbage_cells_are_refused(data):
+    with pytest.raises(TrustFailure):
+        parse_cell(data, "s", "g1", KEY)
+
+
+def test_cell_is_pending_until_started():
+    assert Cell(goal="g1").status == "pending"

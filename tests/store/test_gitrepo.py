@@ -1,0 +1,189 @@
+"""gitrepo: finding the repository, the checked-out ref, and reading objects in one process."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.errors import InvalidInput
+from harness.store.gitrepo import GitError, ObjectReader, Repo
+
+
+def git(cwd: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", *args], cwd=cwd, check=True, capture_output=True, text=True
+    ).stdout.strip()
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    root = tmp_path / "repo"
+    root.mkdir()
+    git(root, "init", "-q", "-b", "main")
+    git(root, "config", "user.name", "T")
+    git(root, "config", "user.email", "t@example.com")
+    (root / "goals").mkdir()
+    (root / "goals" / "a.yaml").write_text("id: a\n")
+    (root / "goals" / "with space.yaml").write_text("x\n")
+    (root / "goals" / "é.yaml").write_text("y\n")
+    (root / "empty").write_bytes(b"")
+    (root / "binary").write_bytes(bytes(range(256)) * 3)
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "one")
+    return root
+
+
+def test_reads_blobs_trees_and_commits_through_one_process(repo: Path) -> None:
+    reader = ObjectReader(repo)
+    head = git(repo, "rev-parse", "HEAD")
+    try:
+        assert reader.commit_id("refs/heads/main") == head
+        assert reader.commit_id("main") == head
+        assert reader.blob(f"{head}:goals/a.yaml") == b"id: a\n"
+        assert reader.blob(f"{head}:goals/with space.yaml") == b"x\n"
+        assert reader.blob(f"{head}:empty") == b""
+        assert reader.blob(f"{head}:binary") == bytes(range(256)) * 3
+        assert sorted(reader.names(f"{head}:goals")) == ["a.yaml", "with space.yaml", "é.yaml"]
+        assert reader.names(head) == []  # a commit is not a tree
+        assert "goals" in reader.names(f"{head}^{{tree}}")
+        pid = reader._proc.pid if reader._proc else None
+    finally:
+        reader.close()
+    assert pid is not None
+    assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text()
+
+
+def test_absent_objects_are_none_and_the_process_keeps_answering(repo: Path) -> None:
+    reader = ObjectReader(repo)
+    try:
+        assert reader.commit_id("refs/heads/nope") is None
+        assert reader.blob("main:goals/missing.yaml") is None
+        assert reader.blob("main:goals") is None  # a tree is not a blob
+        assert reader.names("main:goals/a.yaml") == []  # a blob is not a tree
+        assert reader.names("main:nothing") == []
+        assert reader.blob("main:goals/a.yaml\nmain:empty") is None  # one line per request
+        assert reader.blob("") is None
+        assert reader.blob("main:goals/a.yaml") == b"id: a\n"
+    finally:
+        reader.close()
+
+
+def test_a_closed_reader_starts_again_and_a_dead_one_is_an_error(repo: Path) -> None:
+    reader = ObjectReader(repo)
+    assert reader.blob("main:goals/a.yaml") == b"id: a\n"
+    reader.close()
+    reader.close()  # twice is harmless
+    assert reader.blob("main:goals/a.yaml") == b"id: a\n"
+    assert reader._proc is not None  # the only handle on the process; killed to test the error
+    os.kill(reader._proc.pid, signal.SIGKILL)
+    reader._proc.wait()
+    with pytest.raises(GitError, match="stopped answering"):
+        reader.blob("main:goals/a.yaml")
+    assert reader.blob("main:goals/a.yaml") == b"id: a\n"  # a new process after the error
+    reader.close()
+
+
+class _CutOffOnce:
+    """git's output as the reader sees it, interrupted (as by a signal) before the first
+    answer is read: that answer stays in the pipe."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner, self.cut = inner, False
+
+    def readline(self) -> bytes:
+        if not self.cut:
+            self.cut = True
+            raise KeyboardInterrupt
+        return bytes(self.inner.readline())
+
+    def read(self, size: int) -> bytes:
+        return bytes(self.inner.read(size))
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+def test_a_read_cut_off_half_way_never_hands_its_answer_to_the_next(repo: Path) -> None:
+    reader = ObjectReader(repo)
+    assert reader.blob("main:goals/a.yaml") == b"id: a\n"
+    assert reader._proc is not None  # the signal cannot be timed into a real read
+    reader._proc.stdout = _CutOffOnce(reader._proc.stdout)  # type: ignore[assignment]
+    with pytest.raises(KeyboardInterrupt):
+        reader.blob("main:empty")
+    assert reader.blob("main:goals/a.yaml") == b"id: a\n"  # not the empty file's answer
+    reader.close()
+
+
+def test_discover_finds_the_main_worktree_from_anywhere_inside(repo: Path) -> None:
+    main = Repo(repo.resolve(), (repo / ".git").resolve())
+    assert Repo.discover(repo) == main
+    assert Repo.discover(repo / "goals") == main
+    assert Repo.discover(repo / ".git") == main
+    linked = repo / ".harness" / "worktrees" / "a"
+    git(repo, "worktree", "add", "-q", "-b", "harness/a", str(linked))
+    assert Repo.discover(linked) == main
+
+
+def test_discover_refuses_a_bare_repository_and_a_plain_folder(tmp_path: Path) -> None:
+    bare = tmp_path / "bare.git"
+    git(tmp_path, "init", "-q", "--bare", str(bare))
+    with pytest.raises(InvalidInput, match="bare repositories are not supported"):
+        Repo.discover(bare)
+    plain = tmp_path / "plain"  # the temporary folder is in no repository
+    plain.mkdir()
+    with pytest.raises(InvalidInput, match="not inside a git repository"):
+        Repo.discover(plain)
+
+
+def test_checked_out_ref_is_the_branch_or_the_detached_commit(repo: Path, tmp_path: Path) -> None:
+    found = Repo.discover(repo)
+    assert found.checked_out_ref() == "refs/heads/main"
+    git(repo, "checkout", "-q", "-b", "feature/x")
+    assert found.checked_out_ref() == "refs/heads/feature/x"
+    head = git(repo, "rev-parse", "HEAD")
+    git(repo, "checkout", "-q", "--detach")
+    assert found.checked_out_ref() == head
+    empty = tmp_path / "empty"
+    git(tmp_path, "init", "-q", "-b", "trunk", str(empty))
+    assert Repo.discover(empty).checked_out_ref() == "refs/heads/trunk"
+
+
+def test_an_odd_head_file_is_read_by_git_not_taken_as_it_stands(repo: Path) -> None:
+    found = Repo.discover(repo)
+    head = repo / ".git" / "HEAD"
+    head.write_bytes(b"ref: refs/heads/main\0\x1b[2K\x1b[1Gharness: all fine\n")
+    assert found.checked_out_ref() == git(repo, "symbolic-ref", "-q", "HEAD")
+    assert "\x1b" not in found.checked_out_ref()
+    git(repo, "branch", "other")
+    git(repo, "symbolic-ref", "refs/heads/alias", "refs/heads/other")
+    head.write_text("ref: refs/heads/alias\n")
+    assert found.checked_out_ref() == git(repo, "symbolic-ref", "-q", "HEAD")
+
+
+def test_a_malformed_tree_is_an_error_and_only_commits_are_commits(repo: Path) -> None:
+    bad = (
+        subprocess.run(
+            ["git", "hash-object", "-t", "tree", "--literally", "-w", "--stdin"],
+            cwd=repo,
+            input=b"100644 no-nul-and-no-id",
+            capture_output=True,
+            check=True,
+        )
+        .stdout.decode()
+        .strip()
+    )
+    tree = git(repo, "rev-parse", "HEAD^{tree}")
+    reader = ObjectReader(repo)
+    try:
+        with pytest.raises(GitError, match="malformed"):
+            reader.names(bad)
+        assert reader.commit_id(tree) is None
+        assert reader.commit_id("HEAD") == git(repo, "rev-parse", "HEAD")
+        assert reader.blob("main:goals/a.yaml\0junk") is None
+    finally:
+        reader.close()
