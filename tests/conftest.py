@@ -21,6 +21,7 @@ for _name in ("HARNESS_SECRET", "HARNESS_SECRET_FILE", "HARNESS_FAILPOINT"):
 
 import pytest  # noqa: E402
 
+from tests.eventdata import ledger_problems  # noqa: E402
 from tests.managed import ManagedRepo, make_key  # noqa: E402
 
 
@@ -36,4 +37,6 @@ def managed(tmp_path, owner_key):  # type: ignore[no-untyped-def]
     def factory(**kwargs):  # type: ignore[no-untyped-def]
         return ManagedRepo.create(tmp_path / "repo", owner_key, **kwargs)
 
-    return factory
+    yield factory
+    # Whatever the test made the harness record must match the declared event data.
+    assert ledger_problems(tmp_path / "repo") == []

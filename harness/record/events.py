@@ -4,9 +4,9 @@ Every consumer of events (the cell's fold, the text renderer, the HTML report) k
 table keyed by `EventType`; `tests/record/test_events.py` fails when a table misses a type.
 """
 
-from __future__ import annotations
-
-from typing import Final, Literal, get_args
+# No `from __future__ import annotations` here: TypedDict reads NotRequired[...] from its
+# annotations when the class is made, and string annotations hide it (Python 3.11).
+from typing import Final, Literal, NotRequired, TypedDict, get_args
 
 EventType = Literal[
     "goal.started",
@@ -61,3 +61,151 @@ GateReason = Literal[
 ]
 GATE_REASONS: Final[tuple[GateReason, ...]] = get_args(GateReason)
 DESTRUCTIVE_PREFIX: Final = "destructive:"
+
+
+# ---- each event's data, as recorded ------------------------------------------------------
+# NotRequired marks a key that only some events carry (or that records written before it
+# was added lack). Readers take `event.data` as the type its table entry names.
+
+
+class LessonRef(TypedDict):
+    name: str
+    sha256: str
+
+
+class GoalStarted(TypedDict):
+    """`goal.started` (the first approved version) and `goal.revised` (a later one)."""
+
+    goal_sha256: str
+    owners_sha256: str
+    approved_by: list[str]
+    steps: list[StepName]
+    limits: dict[str, float]
+    no_progress_passes: int
+    control_commit: str
+    command_classes: NotRequired[list[str]]
+    command_detail: NotRequired[str | None]
+
+
+class StepStarted(TypedDict):
+    call_id: str
+    base: str
+    runner: NotRequired[str]
+    lease_until: NotRequired[str]
+    lessons: NotRequired[list[LessonRef]]
+
+
+class LessonChecked(TypedDict):
+    name: str
+    sha256: str
+    exit_code: int
+    passed: bool
+    output_tail: str | None
+
+
+class StepInterrupted(TypedDict):
+    call_id: str
+    signal: str
+
+
+class StepCutoff(TypedDict):
+    call_id: str
+    changed: list[str]
+
+
+StepResultWord = Literal["pass", "fail", "tamper", "violation"]
+
+
+class StepFinished(TypedDict):
+    """Every step's result; a build adds its spend and change, a judge its failing test."""
+
+    call_id: str
+    exit_code: int
+    timed_out: bool
+    duration_s: float
+    output_tail: str | None
+    result: NotRequired[StepResultWord]
+    tree: NotRequired[str]
+    changed: NotRequired[list[str]]
+    touched: NotRequired[list[str]]
+    # build
+    cost_usd: NotRequired[float]
+    turns: NotRequired[int]
+    session: NotRequired[str]
+    reported_cost_usd: NotRequired[float | None]
+    reported_turns: NotRequired[int | None]
+    summary: NotRequired[str | None]
+    agent_error: NotRequired[str | None]
+    destructive_classes: NotRequired[list[str]]
+    destructive_detail: NotRequired[str | None]
+    destructive: NotRequired[list[str | None]]
+    # judge, review, plan
+    failing_test: NotRequired[str | None]
+    stdout_tail: NotRequired[str | None]
+
+
+class DoneBlocked(TypedDict):
+    missing: list[str]
+    tree: str
+    detail: str | None
+    lessons_failed: NotRequired[list[str]]
+
+
+class GoalGated(TypedDict):
+    status: Status
+    reason: str  # a GateReason, or DESTRUCTIVE_PREFIX + a class
+    detail: str | None
+    commit: str
+
+
+class OwnersRotated(TypedDict):
+    owners_sha256: str
+    owners_commit: str
+    signers: list[str]
+
+
+class DecisionUsed(TypedDict):
+    decision: str
+    gate: str | None
+    signers: list[str]
+    commit: str | None
+    ledger: str | None
+    signature_sha256: str
+    limits: NotRequired[dict[str, float]]
+
+
+class GoalCompleted(TypedDict):
+    commit: str
+    detail: NotRequired[str]
+
+
+class GoalCancelled(TypedDict):
+    by: str
+
+
+class GoalResumed(TypedDict):
+    runner: str
+
+
+class GoalFailed(TypedDict):
+    detail: str
+
+
+# The data type of each event type: what a reader of `event.data` may rely on.
+EVENT_DATA: Final[dict[EventType, type]] = {
+    "goal.started": GoalStarted,
+    "goal.revised": GoalStarted,
+    "step.started": StepStarted,
+    "lesson.checked": LessonChecked,
+    "step.interrupted": StepInterrupted,
+    "step.cutoff": StepCutoff,
+    "step.finished": StepFinished,
+    "done.blocked": DoneBlocked,
+    "goal.gated": GoalGated,
+    "owners.rotated": OwnersRotated,
+    "decision.used": DecisionUsed,
+    "goal.completed": GoalCompleted,
+    "goal.cancelled": GoalCancelled,
+    "goal.resumed": GoalResumed,
+    "goal.failed": GoalFailed,
+}
