@@ -1,14 +1,16 @@
 """One pass over the records: fold them into the cell and keep the bounded page model.
 
-`HANDLERS` says what each event type adds to the page; any other type is shown as-is.
+`HANDLERS` says what each event type adds to the page; it has an entry for every type in
+`harness.record.events.EVENT_TYPES`, and a type not known to this version is shown as-is.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, cast
 
 from harness.record.cell import Cell, apply
+from harness.record.events import EventType
 from harness.record.ledger import Event, Position, Record
 from harness.record.report.cells import tone_of
 from harness.record.report.model import (
@@ -117,7 +119,8 @@ class Collector:
         self.events += 1
         self.first_ts = self.first_ts or event.ts
         self.last_ts = event.ts
-        handler = HANDLERS.get(event.type, Collector.on_other)
+        # The ledger may hold a type this version does not name; it still gets its row.
+        handler = HANDLERS.get(cast(EventType, event.type), Collector.on_other)
         handler(self, event, before)
 
     def row(self, iteration: int, row: Row) -> None:
@@ -238,10 +241,13 @@ class Collector:
             self.open_gate = None
 
 
-HANDLERS: dict[str, Callable[[Collector, Event, Cell], None]] = {
+# Every event type has an entry, so a new type is a decision here, not a silent default.
+HANDLERS: dict[EventType, Callable[[Collector, Event, Cell], None]] = {
     "goal.started": Collector.on_approved,
     "goal.revised": Collector.on_approved,
     "step.started": Collector.on_step_started,
+    "lesson.checked": Collector.on_other,
+    "step.interrupted": Collector.on_other,
     "step.cutoff": Collector.on_step_cutoff,
     "step.finished": Collector.on_step_finished,
     "done.blocked": Collector.on_done_blocked,
