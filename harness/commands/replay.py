@@ -31,7 +31,7 @@ def replay(
     with locate(repo, goal_id, control.branch(goal_id)) as found:
         ledger = Ledger(found.paths.events, goal_id, secret.goal_key(goal_id))
         if fmt == "html":
-            from harness.record.report_html import render_html
+            from harness.record.report.page import render_html
 
             note = "verified: every event's chain link and MAC checked while rendering"
             chunks: Iterable[bytes] = [render_html(ledger.records(), goal_id, note)]

@@ -19,7 +19,7 @@ import pytest
 from harness.commands.demo import DEMO_OWNER, DEMO_SECRET, GOAL_ID, build_repo
 from harness.commands.run import run
 from harness.record.ledger import Ledger
-from harness.record.report_html import render_html
+from harness.record.report.page import render_html
 from harness.trust.secret import Secret
 from tests.record.test_report_html import Page
 

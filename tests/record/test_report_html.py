@@ -14,7 +14,9 @@ import pytest
 
 from harness.loop.controller import call_id
 from harness.record.ledger import Event, Ledger, Record
-from harness.record.report_html import CHART_POINTS, esc, render_html
+from harness.record.report.model import CHART_POINTS
+from harness.record.report.page import render_html
+from harness.record.report.safe import esc
 
 KEY = b"h" * 32
 GOAL = "g1"
