@@ -11,22 +11,22 @@ from pathlib import Path
 import pytest
 
 from harness.model.config import DestructiveRule
-from harness.trust.classify import (
+from harness.trust.destructive.classify import classify_changes, classify_command
+from harness.trust.destructive.diff import FileChange, parse_diff
+from harness.trust.destructive.hits import (
     CLASSES,
-    DELETED_FILE_LINES,
-    FILE_REMOVED_LINES,
     MAX_HITS_PER_RULE_AND_FILE,
-    RULE_CLASSES,
     TEXT_LIMIT,
-    TOTAL_REMOVED_LINES,
-    FileChange,
     Hit,
     classes_of,
-    classify_changes,
-    classify_command,
-    parse_diff,
-    summarize,
 )
+from harness.trust.destructive.rules import RULE_CLASSES
+from harness.trust.destructive.sizes import (
+    DELETED_FILE_LINES,
+    FILE_REMOVED_LINES,
+    TOTAL_REMOVED_LINES,
+)
+from harness.trust.destructive.summary import summarize
 
 SPEC = Path(__file__).resolve().parents[2] / "docs" / "specs" / "destructive.md"
 
