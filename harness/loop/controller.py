@@ -391,7 +391,9 @@ class GoalRunner(Recorder):
     def command_hits(self) -> dict[str, Any]:
         """A declared step command that itself deploys, drops or pushes parks the goal first.
         The ship command is left out: it already needs a signed decision."""
-        from harness.trust.classify import classes_of, classify_command, summarize
+        from harness.trust.destructive.classify import classify_command
+        from harness.trust.destructive.hits import classes_of
+        from harness.trust.destructive.summary import summarize
 
         extra = self.ctx.control.config.destructive
         specs = (self.goal.plan, self.goal.build, self.goal.judge, self.goal.review)
@@ -671,7 +673,10 @@ class GoalRunner(Recorder):
 
     def destructive_data(self, base: str) -> dict[str, Any]:
         """What in this build's change falls in a destructive class (parks until unparked)."""
-        from harness.trust.classify import classes_of, classify_changes, parse_diff, summarize
+        from harness.trust.destructive.classify import classify_changes
+        from harness.trust.destructive.diff import parse_diff
+        from harness.trust.destructive.hits import classes_of
+        from harness.trust.destructive.summary import summarize
 
         hits = classify_changes(
             parse_diff(self.wt.diff_text(base)), self.ctx.control.config.destructive
