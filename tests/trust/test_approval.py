@@ -16,24 +16,19 @@ from typing import Any
 import pytest
 
 from harness.errors import InvalidInput, TrustFailure
-from harness.trust.approval import (
-    Owner,
+from harness.trust.approvals import (
     SignedRecord,
-    Statement,
     append_record,
     find_run_approval,
     format_record,
     load_approval_file,
-    load_owners,
     parse_approval_file,
-    parse_owners,
-    parse_public_key,
-    principals_for_key,
-    public_key_line,
-    sign,
-    verify,
     verify_record,
 )
+from harness.trust.owners import Owner, load_owners, parse_owners, principals_for_key
+from harness.trust.sshsig import sign, verify
+from harness.trust.sshwire import parse_public_key, public_key_line
+from harness.trust.statement import Statement
 
 SSH_KEYGEN = shutil.which("ssh-keygen") or "/usr/bin/ssh-keygen"
 OWNERS = ".harness/owners"
