@@ -75,8 +75,10 @@ from harness.record.ledger import (  # noqa: E402
 from harness.record.render import REPORT_TAIL_EVENTS, MarkdownReport  # noqa: E402
 from harness.store.fsutil import canonical_json  # noqa: E402
 from harness.store.gitrepo import Worktree  # noqa: E402
-from harness.trust.approval import Statement, format_record, sign  # noqa: E402
+from harness.trust.approvals import format_record  # noqa: E402
 from harness.trust.secret import Secret  # noqa: E402
+from harness.trust.sshsig import sign  # noqa: E402
+from harness.trust.statement import Statement  # noqa: E402
 
 SECRET = "bench-secret-for-timing-only-never-a-real-one-0123456789"
 OWNER = "bench-owner@example.com"

@@ -11,7 +11,10 @@ from harness.commands.check import _config, _owners
 from harness.errors import InvalidInput
 from harness.model.goal import check_goal_id, parse_goal
 from harness.store.gitrepo import Repo
-from harness.trust.approval import Statement, append_record, principals_for_key, sign, verify
+from harness.trust.approvals import append_record
+from harness.trust.owners import principals_for_key
+from harness.trust.sshsig import sign, verify
+from harness.trust.statement import Statement
 
 PASSPHRASE_ENV = "HARNESS_KEY_PASSPHRASE"
 

@@ -13,7 +13,8 @@ from harness.loop.control import CONFIG_PATH, OWNERS_PATH
 from harness.model.config import Config, parse_config
 from harness.model.goal import MAX_GOAL_FILE_BYTES, check_goal_id, goal_source, parse_goal
 from harness.store.gitrepo import Repo
-from harness.trust.approval import Owner, find_run_approval, parse_approval_file, parse_owners
+from harness.trust.approvals import find_run_approval, parse_approval_file
+from harness.trust.owners import Owner, parse_owners
 
 T = TypeVar("T")
 

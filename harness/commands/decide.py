@@ -22,17 +22,12 @@ from harness.record.events import WAITING
 from harness.store.gitrepo import Repo
 from harness.store.lock import GoalLock
 from harness.store.remote import runner_id
-from harness.trust.approval import (
-    SignedRecord,
-    Statement,
-    append_record,
-    load_approval_file,
-    principals_for_key,
-    sign,
-    verify,
-)
+from harness.trust.approvals import SignedRecord, append_record, load_approval_file
 from harness.trust.decisions import EXTENDABLE_GATES, SHIP_GATES, parse_extension
+from harness.trust.owners import principals_for_key
 from harness.trust.secret import Secret, load_secret
+from harness.trust.sshsig import sign, verify
+from harness.trust.statement import Statement
 
 
 def ship(cwd: Path, goal_id: str, key: Path, env: Mapping[str, str], out: TextIO) -> int:

@@ -28,7 +28,7 @@ from harness.errors import HarnessError, InvalidInput, TrustFailure
 from harness.loop.control import CONFIG_PATH, OWNERS_PATH, Control, open_control
 from harness.model.config import Config, parse_config
 from harness.store.gitrepo import Repo, read_blobs, run_git
-from harness.trust.approval import Owner, load_owners
+from harness.trust.owners import Owner, load_owners
 from harness.trust.secret import (
     ENV_SECRET,
     ENV_SECRET_FILE,

@@ -8,7 +8,7 @@ from typing import TextIO
 from harness.errors import InvalidInput
 from harness.loop.control import CONFIG_PATH, OWNERS_PATH
 from harness.store.gitrepo import Repo
-from harness.trust.approval import parse_public_key, public_key_line
+from harness.trust.sshwire import parse_public_key, public_key_line
 
 CONFIG_TEMPLATE = """\
 # goal-harness settings (human-owned; read from the control branch).

@@ -9,7 +9,7 @@ from harness.errors import InvalidInput
 from harness.loop.control import OWNERS_PATH
 from harness.model.goal import check_goal_id
 from harness.store.gitrepo import Repo
-from harness.trust.approval import parse_owners
+from harness.trust.owners import parse_owners
 
 TEMPLATE = """\
 # A goal for goal-harness (goal file version 1); every key: docs/specs/goal-file.md.

@@ -14,7 +14,7 @@ from harness.record.hydrate import load
 from harness.record.ledger import LedgerBroken
 from harness.record.locate import locate
 from harness.store.gitrepo import Repo, branch_heads
-from harness.trust.approval import find_run_approval
+from harness.trust.approvals import find_run_approval
 from harness.trust.secret import Secret, load_secret
 
 

@@ -18,7 +18,7 @@ from harness.record.events import TERMINAL, WAITING
 from harness.record.hydrate import GoalPaths, committed_view, load
 from harness.store.gitrepo import Repo
 from harness.store.worktree import ensure_worktree, open_worktree
-from harness.trust.approval import SignedRecord, Verdict, verify_record
+from harness.trust.approvals import SignedRecord, Verdict, verify_record
 from harness.trust.decisions import find_decision
 
 

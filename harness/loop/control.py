@@ -12,14 +12,8 @@ from harness.errors import InvalidInput, TrustFailure
 from harness.model.config import Config, ConfigCache, parse_config
 from harness.model.goal import GOAL_ID_RE, Goal, check_goal_id, parse_goal
 from harness.store.gitrepo import ObjectReader, Repo
-from harness.trust.approval import (
-    Owner,
-    SignedRecord,
-    Verdict,
-    find_run_approval,
-    parse_approval_file,
-    parse_owners,
-)
+from harness.trust.approvals import SignedRecord, Verdict, find_run_approval, parse_approval_file
+from harness.trust.owners import Owner, parse_owners
 
 if TYPE_CHECKING:
     from harness.loop.lessons import Lesson

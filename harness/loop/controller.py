@@ -36,7 +36,7 @@ from harness.record.render import text_line
 from harness.store.fsutil import atomic_write
 from harness.store.gitrepo import Worktree
 from harness.store.remote import LEASE_GRACE_S, Remote
-from harness.trust.approval import Verdict
+from harness.trust.approvals import Verdict
 from harness.trust.decisions import extended_limits
 from harness.trust.secret import Secret
 

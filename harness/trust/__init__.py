@@ -1,7 +1,9 @@
 """Trust: who may decide, what they signed, and which changes need a human.
 
-Owns the repository secret and its derived keys (`secret`), SSH signatures and owners'
-approvals (`approval`), which signed decision crosses which gate (`decisions`), and the
+Owns the repository secret and its derived keys (`secret`), the SSH wire format and public
+keys (`sshwire`), the owners file (`owners`), what an owner signs (`statement`), SSHSIG
+signatures (`sshsig`), approval files (`approvals`), the problems their readers report
+(`problem`), which signed decision crosses which gate (`decisions`), and the
 destructive-change rules (the `destructive` package). Each check here fails closed.
 
 May import: `harness.errors`, `harness.store`, `harness.model`, `harness.record`.

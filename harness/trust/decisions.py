@@ -15,7 +15,8 @@ from typing import Any
 from harness.errors import InvalidInput, TrustFailure, invalid
 from harness.model.limits import parse_duration
 from harness.record.cell import Cell
-from harness.trust.approval import Owner, SignedRecord, Verdict, verify_record
+from harness.trust.approvals import SignedRecord, Verdict, verify_record
+from harness.trust.owners import Owner
 
 SHIP_GATES = frozenset({"ship", "ship_outcome_unknown"})
 EXTENDABLE_GATES = frozenset({"budget_exhausted", "max_passes"})

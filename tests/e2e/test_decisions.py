@@ -176,7 +176,9 @@ def test_owners_rotation_needs_a_pinned_owner(managed, tmp_path):
     assert repo.status()["gate"] == "owners_changed"
     import hashlib
 
-    from harness.trust.approval import Statement, append_record, sign
+    from harness.trust.approvals import append_record
+    from harness.trust.sshsig import sign
+    from harness.trust.statement import Statement
 
     goal_sha = hashlib.sha256((repo.root / "goals" / "g1.yaml").read_bytes()).hexdigest()
     rotate = Statement(

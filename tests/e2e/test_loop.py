@@ -132,7 +132,9 @@ def test_unapproved_goal_never_runs(managed):
 def test_goal_signed_by_non_owner_never_runs(managed, tmp_path):
     repo = managed(approve=False)
     stranger = make_key(tmp_path, "stranger")
-    from harness.trust.approval import Statement, append_record, sign
+    from harness.trust.approvals import append_record
+    from harness.trust.sshsig import sign
+    from harness.trust.statement import Statement
 
     data = (repo.root / "goals" / "g1.yaml").read_bytes()
     import hashlib
@@ -167,7 +169,7 @@ def test_approval_made_by_ssh_keygen_is_accepted(managed, tmp_path):
     repo = managed(approve=False)
     import hashlib
 
-    from harness.trust.approval import Statement
+    from harness.trust.statement import Statement
 
     data = (repo.root / "goals" / "g1.yaml").read_bytes()
     statement = Statement(goal="g1", sha256=hashlib.sha256(data).hexdigest(), decision="run")
