@@ -28,8 +28,9 @@ from harness.loop.judge import first_failing_test
 from harness.loop.lessons import Lesson, prompt_section, select
 from harness.loop.steps import StepResult, child_env, end_marked_group, run_step
 from harness.model.goal import Goal
-from harness.record.cell import Cell, apply, pending_classes, write_cell
+from harness.record.cell import Cell, pending_classes, write_cell
 from harness.record.events import READ_ONLY_STEPS, TERMINAL, WAITING
+from harness.record.fold import apply
 from harness.record.hydrate import GoalPaths, Loaded
 from harness.record.ledger import Position
 from harness.record.render import text_line

@@ -21,8 +21,9 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
-from harness.record.cell import Cell, Spend, apply
+from harness.record.cell import Cell, Spend
 from harness.record.events import TERMINAL, WAITING
+from harness.record.fold import apply
 from harness.record.ledger import Event, Position, Record
 
 HEAD_ITERATIONS = 50
