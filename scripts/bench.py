@@ -60,7 +60,8 @@ for _name in ("HARNESS_SECRET", "HARNESS_SECRET_FILE", "HARNESS_FAILPOINT"):
     os.environ.pop(_name, None)
 
 from harness.commands.demo import make_owner_key  # noqa: E402
-from harness.loop.controller import Recorder, SystemClock, call_id  # noqa: E402
+from harness.loop.clock import SystemClock  # noqa: E402
+from harness.loop.recorder import Recorder, call_id  # noqa: E402
 from harness.record import fold as fold_module  # noqa: E402
 from harness.record.cell import Cell, cell_bytes  # noqa: E402
 from harness.record.fold import apply  # noqa: E402
