@@ -60,9 +60,11 @@ for _name in ("HARNESS_SECRET", "HARNESS_SECRET_FILE", "HARNESS_FAILPOINT"):
     os.environ.pop(_name, None)
 
 from harness.commands.demo import make_owner_key  # noqa: E402
-from harness.loop.controller import Recorder, SystemClock, call_id  # noqa: E402
-from harness.record import cell as cell_module  # noqa: E402
-from harness.record.cell import Cell, apply, cell_bytes  # noqa: E402
+from harness.loop.clock import SystemClock  # noqa: E402
+from harness.loop.recorder import Recorder, call_id  # noqa: E402
+from harness.record import fold as fold_module  # noqa: E402
+from harness.record.cell import Cell, cell_bytes  # noqa: E402
+from harness.record.fold import apply  # noqa: E402
 from harness.record.hydrate import GoalPaths, committed_view, load  # noqa: E402
 from harness.record.ledger import (  # noqa: E402
     GENESIS,
@@ -342,15 +344,15 @@ def _fast_replace(obj: Any, **changes: Any) -> Any:
 
 @contextlib.contextmanager
 def fast_fold() -> Iterator[None]:
-    """`cell.apply` with a dict-copying `replace`: the same values for these plain frozen
+    """`fold.apply` with a dict-copying `replace`: the same values for these plain frozen
     dataclasses, several times faster. Only the generator uses it; the harness under test
     folds with its own code, and verify refuses the goal if the two folds differ."""
-    original = vars(cell_module)["replace"]
-    setattr(cell_module, "replace", _fast_replace)  # noqa: B010 - a typed assignment would not check
+    original = vars(fold_module)["replace"]
+    setattr(fold_module, "replace", _fast_replace)  # noqa: B010 - a typed assignment would not check
     try:
         yield
     finally:
-        setattr(cell_module, "replace", original)  # noqa: B010
+        setattr(fold_module, "replace", original)  # noqa: B010
 
 
 # fsutil.canonical_json's options, with one encoder made once instead of one per call.
@@ -517,7 +519,7 @@ def self_check(tmp: Path) -> None:
     for record in records:
         cell = apply(cell, record.event, Position(record.event.seq, record.hash))
     if cell != writer.cell or ledger.head != writer.head:
-        raise SystemExit("bench: self-check failed: the generator's fold differs from cell.apply")
+        raise SystemExit("bench: self-check failed: the generator's fold differs from fold.apply")
     say(
         f"self-check: {count} generated events in {len(written)} segments equal Ledger.append's bytes"
     )

@@ -10,8 +10,9 @@ from pathlib import Path
 from typing import TextIO
 
 from harness.errors import Busy, InvalidInput
+from harness.loop.clock import SystemClock
 from harness.loop.control import open_control
-from harness.loop.controller import Recorder, SystemClock
+from harness.loop.recorder import Recorder
 from harness.model.goal import check_goal_id
 from harness.record.events import TERMINAL
 from harness.record.hydrate import GoalPaths, committed_view, load

@@ -14,8 +14,9 @@ from typing import TextIO
 
 from harness.commands.approve import passphrase
 from harness.errors import InvalidInput, TrustFailure
+from harness.loop.clock import SystemClock
+from harness.loop.context import RunContext
 from harness.loop.control import Control, open_control
-from harness.loop.controller import RunContext, SystemClock
 from harness.model.goal import check_goal_id
 from harness.record.cell import Cell, parse_cell, peek_cell
 from harness.record.events import WAITING

@@ -32,7 +32,8 @@ from harness.trust.secret import Secret, load_secret
 # The loop itself (harness.loop.advance, the controller, the remote) is imported only when a
 # goal has something to do: a run that finds every goal resting stays a short process.
 if TYPE_CHECKING:
-    from harness.loop.controller import Clock, RunContext
+    from harness.loop.clock import Clock
+    from harness.loop.context import RunContext
     from harness.store.remote import Remote
 
 
@@ -82,7 +83,8 @@ def run(
     @functools.cache
     def context() -> RunContext:
         """The loop's context, made (and the loop imported) for the first goal that moves."""
-        from harness.loop.controller import RunContext, SystemClock
+        from harness.loop.clock import SystemClock
+        from harness.loop.context import RunContext
         from harness.store.remote import runner_id
 
         terminal = err if err.isatty() and not as_json else None

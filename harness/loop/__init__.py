@@ -2,8 +2,12 @@
 
 Owns the human-owned files as read from the control ref (`control`), moving one goal on
 (`advance`: verify, cross a gate a decision names, then the controller), the step
-machine itself (`controller`), running a step's command (`steps`), reading what an agent
-reports (`agents`), naming the failing test (`judge`) and the team's lessons (`lessons`).
+machine itself (`controller`) and how a step's end is recorded (`finish`), appending and
+committing a goal's events (`recorder`), what a run hands the loop (`context`, `clock`),
+the step's prompt (`prompt`), budget arithmetic (`spend`), what a step must not change
+(`guards`), the terminal's live line (`progress`), running a step's command (`steps`),
+reading what an agent reports (`agents`), naming the failing test (`judge`) and the team's
+lessons (`lessons`).
 
 May import: every part below the command line (`harness.errors`, `harness.store`,
 `harness.model`, `harness.record`, `harness.trust`). Never click.

@@ -10,8 +10,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from harness.errors import TrustFailure
+from harness.loop.context import RunContext
 from harness.loop.control import Control
-from harness.loop.controller import ChildRecord, GoalRunner, RunContext
+from harness.loop.controller import GoalRunner
+from harness.loop.guards import ChildRecord
 from harness.model.goal import Goal
 from harness.record.cell import Cell
 from harness.record.events import TERMINAL, WAITING

@@ -1,345 +1,72 @@
 """The loop: advance one goal step by step until it reaches a stop state.
 
-Every state change is an event. The controller appends it, folds it into the cell, prints
-its text line, and at each step boundary writes the cell and the report and commits. What
-to do next is decided from the cell alone (`next_action`), so a process killed anywhere
-decides the same thing when it is run again.
+Every state change is an event, recorded by the `Recorder` (append, fold into the cell,
+print, and at each step boundary write the cell and the report and commit). What to do next
+is decided from the cell alone (`GoalRunner.step_once`), so a process killed anywhere decides
+the same thing when it is run again. How a step's end is recorded is in `finish`.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import shutil
 import tempfile
-import threading
-import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
-from datetime import UTC, datetime, timedelta
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Protocol, TextIO
+from typing import Any
 
 from harness import failpoints
-from harness.errors import Busy, Interrupted
-from harness.loop.agents import Usage, combine, parse_output, read_report_file
-from harness.loop.control import Control
-from harness.loop.judge import first_failing_test
-from harness.loop.lessons import Lesson, prompt_section, select
-from harness.loop.steps import StepResult, child_env, end_marked_group, run_step
-from harness.model.goal import Goal
-from harness.record.cell import Cell, apply, pending_classes, write_cell
-from harness.record.events import READ_ONLY_STEPS, TERMINAL, WAITING
+from harness.errors import Busy, HarnessError, Interrupted
+from harness.loop.agents import Usage, read_report_file
+from harness.loop.clock import later
+from harness.loop.context import RunContext
+from harness.loop.finish import FINISH, MAX_LISTED_PATHS, Finisher, Ran
+from harness.loop.guards import ChildRecord, GitConfigGuard
+from harness.loop.lessons import Lesson, select
+from harness.loop.progress import Progress
+from harness.loop.prompt import build_prompt
+from harness.loop.recorder import call_id, fit_text
+from harness.loop.spend import budget_limits
+from harness.loop.steps import StepResult, child_env, run_step
+from harness.model.goal import BuildSpec, Goal, JudgeSpec, StepSpec
+from harness.record.cell import Cell, pending_classes
+from harness.record.events import (
+    READ_ONLY_STEPS,
+    STEP_NAMES,
+    TERMINAL,
+    WAITING,
+    EventType,
+    StepName,
+)
 from harness.record.hydrate import GoalPaths, Loaded
-from harness.record.ledger import Position
-from harness.record.render import text_line
-from harness.store.fsutil import atomic_write
 from harness.store.gitrepo import Worktree
-from harness.store.remote import LEASE_GRACE_S, Remote
+from harness.store.remote import LEASE_GRACE_S
 from harness.trust.approvals import Verdict
 from harness.trust.decisions import extended_limits
-from harness.trust.secret import Secret
 
-PROTECTED_PREFIXES = ("goals/", ".harness/", "ledger/", "lessons/")
-TEXT_FIELD_BYTES = 12_000
-MAX_LISTED_PATHS = 200
-
-
-@dataclass(frozen=True)
-class Ran:
-    """One step's run, as the finish_<step> methods see it."""
-
-    step: str
-    iteration: int
-    cid: str
-    started: str  # the commit holding step.started
-    before: str | None  # the work tree id before a read-only step
-    result: StepResult
-    report: Usage | None  # what the step wrote to HARNESS_REPORT_FILE
-
-    @property
-    def passed(self) -> bool:
-        return self.result.exit_code == 0 and not self.result.timed_out
-
-    @property
-    def verdict(self) -> str:
-        return "pass" if self.passed else "fail"
-
-    def data(self) -> dict[str, Any]:
-        result = self.result
-        return {
-            "call_id": self.cid,
-            "exit_code": result.exit_code,
-            "timed_out": result.timed_out,
-            "duration_s": round(result.duration_s, 3),
-            "output_tail": fit_text(result.output_tail),
-        }
+# Each step's command in the goal file; plan, review and ship are optional.
+STEP_SPECS: dict[StepName, Callable[[Goal], StepSpec | BuildSpec | JudgeSpec | None]] = {
+    "plan": lambda goal: goal.plan,
+    "build": lambda goal: goal.build,
+    "judge": lambda goal: goal.judge,
+    "review": lambda goal: goal.review,
+    "ship": lambda goal: goal.ship,
+}
 
 
-class Progress:
-    """A live line on a terminal (stderr) while a step runs; nothing at all otherwise, so
-    what goes to stdout and to files never changes."""
-
-    def __init__(self, stream: TextIO | None, text: Callable[[float], str]) -> None:
-        self.stream, self.text = stream, text
-        self.done = threading.Event()
-        self.thread: threading.Thread | None = None
-
-    def start(self) -> None:
-        if self.stream is not None:
-            self.thread = threading.Thread(target=self._loop, daemon=True)
-            self.thread.start()
-
-    def _loop(self) -> None:
-        began = time.monotonic()
-        assert self.stream is not None
-        while True:
-            self.stream.write("\r\x1b[K" + self.text(time.monotonic() - began))
-            self.stream.flush()
-            if self.done.wait(1.0):
-                return
-
-    def stop(self) -> None:
-        self.done.set()
-        if self.thread is not None and self.stream is not None:
-            self.thread.join()
-            self.stream.write("\r\x1b[K")
-            self.stream.flush()
+def goal_steps(goal: Goal) -> list[StepName]:
+    return [step for step in STEP_NAMES if STEP_SPECS[step](goal) is not None]
 
 
-class GitConfigGuard:
-    """Files outside the worktree through which a step could make the harness's own git
-    calls run commands (a filter driver, gpg.program, core.sshCommand) or point them at
-    another repository. They are read before a step and compared right after it."""
-
-    def __init__(self, paths: list[Path]) -> None:
-        self.before = {path: _read_or_none(path) for path in paths}
-
-    def changed(self) -> list[str]:
-        return [str(p) for p, data in self.before.items() if _read_or_none(p) != data]
-
-    def restore(self) -> None:
-        for path, data in self.before.items():
-            if _read_or_none(path) == data:
-                continue
-            if data is None:
-                path.unlink(missing_ok=True)
-            else:
-                atomic_write(path, data)
+def step_named(name: str) -> StepName:
+    """A step name read from the cell as a StepName (the fold records only real steps)."""
+    for step in STEP_NAMES:
+        if step == name:
+            return step
+    raise HarnessError(f"unknown step {name!r} in the cell")
 
 
-def _read_or_none(path: Path) -> bytes | None:
-    try:
-        return path.read_bytes()
-    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
-        return None
-
-
-class ChildRecord:
-    """The process group of the step running now, kept next to the goal's lock.
-
-    A harness killed with SIGKILL cannot end its step's processes; the next run (holding
-    the lock) ends the group it finds recorded before it resumes the goal.
-    """
-
-    def __init__(self, folder: Path, goal_id: str) -> None:
-        self.path = folder / f"{goal_id}.child"
-
-    def save(self, pid: int, call: str) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.path.write_text(f"{pid} {call}\n")
-
-    def clear(self) -> None:
-        self.path.unlink(missing_ok=True)
-
-    def end_leftover(self) -> None:
-        try:
-            pid_text, call = self.path.read_text().split()
-            pid = int(pid_text)
-        except (FileNotFoundError, ValueError):
-            return
-        end_marked_group(pid, f"HARNESS_CALL_ID={call}")
-        self.clear()
-
-
-class Clock(Protocol):
-    def now(self) -> str: ...
-
-    def monotonic(self) -> float: ...
-
-
-class SystemClock:
-    def now(self) -> str:
-        return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-    def monotonic(self) -> float:
-        return time.monotonic()
-
-
-@dataclass(frozen=True)
-class RunContext:
-    control: Control
-    secret: Secret
-    clock: Clock
-    print_line: Callable[[str], None]
-    base_env: Mapping[str, str]
-    max_steps: int | None = None
-    remote: Remote | None = None
-    runner: str = ""
-    progress: TextIO | None = None  # a terminal to show the running step on
-
-
-def later(ts: str, seconds: int) -> str:
-    """The ISO time `seconds` after `ts` (both in the clock's format)."""
-    moment = datetime.fromisoformat(ts.replace("Z", "+00:00")) + timedelta(seconds=seconds)
-    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def increase(total: float | None, previous: float | None) -> float:
-    """What a reported total proves was spent since `previous` (that session's last total).
-
-    A new session's total is all new. A total below the last one means the tool restarted
-    its count; it is taken whole, so the budget errs towards counting more, never less.
-    """
-    if total is None or total < 0:
-        return 0
-    if previous is None or total < previous:
-        return total
-    return total - previous
-
-
-def spend_data(cell: Cell, usage: Usage) -> dict[str, Any]:
-    """Cost and turns of one build as increases, plus the raw totals the next one needs."""
-    last = {name: (cost, turns) for name, cost, turns in cell.sessions}
-    before = last.get(usage.session) if usage.session else None
-    cost = increase(usage.cost_usd, before[0] if before else None)
-    turns = increase(usage.turns, before[1] if before else None)
-    data: dict[str, Any] = {"cost_usd": float(cost), "turns": int(turns)}
-    if usage.session:
-        data |= {
-            "session": usage.session,
-            "reported_cost_usd": usage.cost_usd,
-            "reported_turns": usage.turns,
-        }
-    return data
-
-
-def call_id(goal_id: str, iteration: int, step: str) -> str:
-    return hashlib.sha256(f"{goal_id}\0{iteration}\0{step}".encode()).hexdigest()[:16]
-
-
-def is_protected(path: str) -> bool:
-    return path.startswith(PROTECTED_PREFIXES) or path.endswith(".approval")
-
-
-def fit_text(text: str | None, limit: int = TEXT_FIELD_BYTES) -> str | None:
-    """Cut `text` from the front until its JSON form fits `limit` bytes, marking the cut."""
-    if text is None or len(json.dumps(text, ensure_ascii=False).encode()) <= limit:
-        return text
-    keep = limit // 6
-    return f"[… {len(text) - keep} characters cut]\n" + text[-keep:]
-
-
-def budget_limits(goal: Goal) -> dict[str, Any]:
-    b = goal.budget
-    return {
-        "iterations": b.max_iterations,
-        "seconds": b.max_seconds,
-        "cost_usd": b.max_cost_usd,
-        "turns": b.max_turns,
-        "passes": goal.halt.max_passes,
-    }
-
-
-def goal_steps(goal: Goal) -> list[str]:
-    optional = {"plan": goal.plan, "review": goal.review, "ship": goal.ship}
-    return [
-        s
-        for s in ("plan", "build", "judge", "review", "ship")
-        if s in ("build", "judge") or optional[s]
-    ]
-
-
-def build_prompt(goal: Goal, cell: Cell, lessons: Sequence[Lesson] = ()) -> str:
-    parts = [
-        f"Goal: {goal.id}",
-        f"Iteration: {cell.iteration} of {cell.limit.iterations}",
-        "",
-        "Objective:",
-        goal.objective.rstrip("\n"),
-        "",
-    ]
-    if cell.plan_notes:
-        parts += ["Plan:", cell.plan_notes.rstrip("\n"), ""]
-    if lessons:
-        parts += [prompt_section(lessons).rstrip("\n"), ""]
-    if cell.failing_test:
-        parts += [
-            "This is a repair round: the previous attempt did not pass.",
-            f"Failing: {cell.failing_test}",
-            "Output tail:",
-            (cell.feedback or "").rstrip("\n"),
-            "",
-        ]
-    if goal.expect_files:
-        parts += ["These files must exist when you are done: " + ", ".join(goal.expect_files), ""]
-    return "\n".join(parts)
-
-
-class Recorder:
-    """Appends events for one goal, folds them into its cell, prints them, and commits."""
-
-    def __init__(
-        self,
-        goal_id: str,
-        key: bytes,
-        worktree: Worktree,
-        paths: GoalPaths,
-        loaded: Loaded,
-        clock: Clock,
-        print_line: Callable[[str], None],
-    ) -> None:
-        self.goal_id, self.key, self.clock, self.print_line = goal_id, key, clock, print_line
-        self.wt, self.paths = worktree, paths
-        self.ledger, self.report = loaded.ledger, loaded.report
-        self.cell = loaded.cell
-        self.publish: Callable[[], None] | None = None
-
-    def emit(self, type: str, step: str | None, iteration: int, data: Mapping[str, Any]) -> None:
-        record = self.ledger.append(type, step, iteration, data, self.clock.now())
-        failpoints.hit("after_append")
-        position = Position(record.event.seq, record.hash)
-        self.cell = apply(self.cell, record.event, position)
-        self.report.add(record.event)
-        self.print_line(text_line(record.event))
-
-    def checkpoint(self, message: str) -> str:
-        write_cell(self.paths.cell, self.cell, self.key)
-        failpoints.hit("after_cell_write")
-        atomic_write(self.paths.report, self.report.render(self.cell).encode())
-        failpoints.hit("before_commit")
-        commit = self.wt.commit(f"harness({self.goal_id}): {message}")
-        failpoints.hit("after_commit")
-        if self.publish is not None:
-            self.publish()
-        return commit
-
-    def gate(self, status: str, reason: str, detail: str) -> None:
-        self.emit(
-            "goal.gated",
-            None,
-            self.cell.iteration,
-            {
-                "status": status,
-                "reason": reason,
-                "detail": fit_text(detail, 4000),
-                "commit": self.wt.head(),
-            },
-        )
-        self.checkpoint(f"{status} ({reason})")
-
-
-class GoalRunner(Recorder):
+class GoalRunner(Finisher):
     """Drives one loaded goal in its worktree. The caller holds the goal's lock."""
 
     def __init__(
@@ -352,9 +79,8 @@ class GoalRunner(Recorder):
         loaded: Loaded,
         lessons: Sequence[Lesson] = (),
     ) -> None:
-        key = ctx.secret.goal_key(goal.id)
-        super().__init__(goal.id, key, worktree, paths, loaded, ctx.clock, ctx.print_line)
-        self.ctx, self.goal, self.verdict = ctx, goal, verdict
+        super().__init__(ctx, goal, worktree, paths, loaded)
+        self.verdict = verdict
         self.lessons = tuple(lessons)
         self.given: tuple[Lesson, ...] = ()
         self.steps_run = 0
@@ -370,7 +96,7 @@ class GoalRunner(Recorder):
         if self.cell.goal_sha256 == self.goal.sha256:
             return
         assert self.verdict is not None
-        kind = "goal.started" if self.cell.goal_sha256 is None else "goal.revised"
+        kind: EventType = "goal.started" if self.cell.goal_sha256 is None else "goal.revised"
         self.emit(
             kind,
             None,
@@ -439,7 +165,7 @@ class GoalRunner(Recorder):
         elif cell.step == "build" and cell.exhausted():
             self.gate("needs_attention", "budget_exhausted", self.spend_text(cell.exhausted()))
         else:
-            self.run(cell.step, cell.iteration)
+            self.run(step_named(cell.step), cell.iteration)
 
     def spend_text(self, keys: list[str]) -> str:
         used, limit = self.cell.used, self.cell.limit
@@ -523,6 +249,7 @@ class GoalRunner(Recorder):
     def resume_cut_off(self) -> None:
         flight = self.cell.in_flight
         assert flight is not None
+        step = step_named(flight.step)
         foreign = flight.runner not in ("", self.ctx.runner)
         if foreign and self.ctx.clock.now() < flight.lease_until:
             # Another clone started this step and its lease has not run out: not a crash.
@@ -530,7 +257,7 @@ class GoalRunner(Recorder):
                 f"goal {self.goal.id}: {flight.step}[{flight.iteration}] is being run by "
                 f"{flight.runner} (lease until {flight.lease_until})"
             )
-        if flight.step == "ship":
+        if step == "ship":
             self.gate(
                 "parked_at_eyes",
                 "ship_outcome_unknown",
@@ -542,7 +269,7 @@ class GoalRunner(Recorder):
         ]
         self.emit(
             "step.cutoff",
-            flight.step,
+            step,
             flight.iteration,
             {"call_id": flight.call_id, "changed": changed[:MAX_LISTED_PATHS]},
         )
@@ -552,17 +279,17 @@ class GoalRunner(Recorder):
             # A step that dies every time must still reach the ceiling, never loop.
             self.gate("needs_attention", "max_passes", self.spend_text(["passes"]))
             return
-        self.run(flight.step, flight.iteration)
+        self.run(step, flight.iteration)
 
     def changed_since(self, base: str) -> list[str]:
         return self.wt.changed_paths(base) if self.wt.is_ancestor(base) else []
 
     # ---- running one step ---------------------------------------------------------------
 
-    def run(self, step: str, iteration: int) -> None:
+    def run(self, step: StepName, iteration: int) -> None:
         self.steps_run += 1
         cid = call_id(self.goal.id, iteration, step)
-        lease = getattr(self.goal, step).timeout_s + LEASE_GRACE_S
+        lease = self.spec(step).timeout_s + LEASE_GRACE_S
         data: dict[str, Any] = {
             "call_id": cid,
             "base": self.wt.head(),
@@ -596,11 +323,17 @@ class GoalRunner(Recorder):
                 "needs_attention", "tamper", "changed git configuration: " + ", ".join(touched)
             )
             return
-        getattr(self, f"finish_{step}")(ran)
+        FINISH[step](self, ran)
 
-    def execute(self, step: str, iteration: int, cid: str) -> tuple[StepResult, Usage | None]:
+    def spec(self, step: StepName) -> StepSpec | BuildSpec | JudgeSpec:
+        spec = STEP_SPECS[step](self.goal)
+        if spec is None:
+            raise HarnessError(f"goal {self.goal.id}: the goal file has no {step} step")
+        return spec
+
+    def execute(self, step: StepName, iteration: int, cid: str) -> tuple[StepResult, Usage | None]:
         """Run the step's command; its result and what it wrote to HARNESS_REPORT_FILE."""
-        spec = getattr(self.goal, step)
+        spec = self.spec(step)
         scratch = Path(tempfile.mkdtemp(prefix=f"harness-{self.goal.id}-"))
         prompt = build_prompt(self.goal, self.cell, self.given)
         (scratch / "prompt.txt").write_text(prompt)
@@ -646,98 +379,6 @@ class GoalRunner(Recorder):
 
         return text
 
-    def finish(self, ran: Ran, data: dict[str, Any]) -> None:
-        self.emit("step.finished", ran.step, ran.iteration, data)
-        self.checkpoint(f"{ran.step} {ran.iteration} finished")
-
-    def finish_build(self, ran: Ran) -> None:
-        usage = combine(ran.report, parse_output(self.goal.build.format, ran.result.stdout_tail))
-        prices = self.ctx.control.config.prices
-        if usage.cost_usd is None and usage.tokens is not None and prices is not None:
-            usage = replace(usage, cost_usd=prices.cost(*usage.tokens))
-        changed = self.changed_since(ran.started)
-        data = (
-            ran.data()
-            | spend_data(self.cell, usage)
-            | {
-                "summary": fit_text(usage.summary, 4000),
-                "agent_error": usage.error,
-                "changed": changed[:MAX_LISTED_PATHS],
-                "tree": self.wt.work_tree_id(),
-            }
-        )
-        finished = (ran.step, ran.iteration, data)
-        if self.tampered(ran.started, changed, exclude_own=False, finished=finished):
-            return
-        self.finish(ran, data | self.destructive_data(ran.started))
-
-    def destructive_data(self, base: str) -> dict[str, Any]:
-        """What in this build's change falls in a destructive class (parks until unparked)."""
-        from harness.trust.destructive.classify import classify_changes
-        from harness.trust.destructive.diff import parse_diff
-        from harness.trust.destructive.hits import classes_of
-        from harness.trust.destructive.summary import summarize
-
-        hits = classify_changes(
-            parse_diff(self.wt.diff_text(base)), self.ctx.control.config.destructive
-        )
-        if not hits:
-            return {}
-        return {
-            "destructive_classes": list(classes_of(hits)),
-            "destructive_detail": fit_text(summarize(hits), 4000),
-            "destructive": [fit_text(h.describe(), 300) for h in hits[: MAX_LISTED_PATHS // 4]],
-        }
-
-    def finish_judge(self, ran: Ran) -> None:
-        junit = self.goal.judge.junit
-        failing = None
-        if not ran.passed:
-            junit_path = self.wt.path / junit if junit else None
-            failing = first_failing_test(ran.result.output_tail, junit_path)
-        if junit:
-            self.drop_untracked(junit)
-        self.finish_read_only(ran, {"result": ran.verdict, "failing_test": failing})
-
-    def finish_review(self, ran: Ran) -> None:
-        stdout = fit_text(ran.result.stdout_tail)
-        self.finish_read_only(ran, {"result": ran.verdict, "stdout_tail": stdout})
-
-    def finish_plan(self, ran: Ran) -> None:
-        self.finish_review(ran)  # the same record: its stdout goes into the first prompt
-
-    def finish_ship(self, ran: Ran) -> None:
-        self.emit("step.finished", ran.step, ran.iteration, ran.data() | {"result": ran.verdict})
-        if ran.passed:
-            data = {"commit": self.wt.head(), "detail": "shipped"}
-            self.emit("goal.completed", None, ran.iteration, data)
-        else:
-            detail = f"the ship step exited {ran.result.exit_code}"
-            self.emit("goal.failed", None, ran.iteration, {"detail": detail})
-        self.checkpoint("ship finished")
-
-    def finish_read_only(self, ran: Ran, extra: dict[str, Any]) -> None:
-        after = self.wt.work_tree_id()
-        data = ran.data() | extra | {"tree": after}
-        if after == ran.before:
-            self.finish(ran, data)
-            return
-        changed = self.wt.git("diff", "--name-only", ran.before or "", after).splitlines()
-        violation = data | {"result": "violation", "changed": changed[:MAX_LISTED_PATHS]}
-        self.emit("step.finished", ran.step, ran.iteration, violation)
-        self.gate(
-            "needs_attention",
-            "read_only_violation",
-            f"the {ran.step} step is read-only but changed: {', '.join(changed[:20])}",
-        )
-
-    def drop_untracked(self, rel: str) -> None:
-        """The judge's JUnit file is a transient artifact unless the repository tracks it."""
-        path = self.wt.path / rel
-        tracked = self.wt.git("ls-files", "--", rel)
-        if path.is_file() and not tracked:
-            path.unlink()
-
     # ---- human decisions ----------------------------------------------------------------
 
     def cross_gate(self, verdict: Verdict) -> None:
@@ -764,37 +405,3 @@ class GoalRunner(Recorder):
         }
         self.emit("owners.rotated", None, self.cell.iteration, data)
         self.checkpoint("owners rotated")
-
-    # ---- tampering ----------------------------------------------------------------------
-
-    def tampered(
-        self,
-        base: str,
-        changed: list[str],
-        *,
-        exclude_own: bool,
-        finished: tuple[str, int, dict[str, Any]] | None = None,
-    ) -> bool:
-        """A build that touched a protected path: restore them, record, stop at tamper."""
-        rewritten = not self.wt.is_ancestor(base)
-        own = self.paths.rel + "/"
-        hits = [p for p in changed if is_protected(p) and not (exclude_own and p.startswith(own))]
-        if not hits and not rewritten:
-            return False
-        if rewritten:
-            self.wt.git("reset", "-q", "--soft", base)
-            hits = [p for p in self.wt.changed_paths(base) if is_protected(p)]
-        self.wt.restore_paths(base, hits)
-        # Our own files come back from memory: the in-memory cell and report are authoritative.
-        write_cell(self.paths.cell, self.cell, self.key)
-        if finished is not None:
-            step, iteration, data = finished
-            self.emit(
-                "step.finished",
-                step,
-                iteration,
-                data | {"result": "tamper", "tree": self.wt.work_tree_id()},
-            )
-        detail = ("history rewritten; " if rewritten else "") + "touched " + ", ".join(hits[:20])
-        self.gate("needs_attention", "tamper", detail)
-        return True

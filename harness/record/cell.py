@@ -1,8 +1,8 @@
-"""The state cell: the one attested summary of a goal, and the fold that produces it.
+"""The state cell: the one attested summary of a goal, and the file that holds it.
 
-Every field is a pure function of the ledger: `apply(cell, event)` is the only way the
-cell changes. That is what lets a crash between a ledger append and the cell write be
-rolled forward, and lets `verify` recompute the cell from the events alone.
+The cell file carries a MAC keyed by the goal's secret and bound to the goal and the format
+version, so a cell that was edited or moved from another goal is refused. How events change
+the cell is the fold (`harness.record.fold`).
 """
 
 from __future__ import annotations
@@ -10,19 +10,17 @@ from __future__ import annotations
 import hashlib
 import hmac
 import math
-from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from harness.errors import TrustFailure
-from harness.record.events import AGENT_STEPS, STATUSES
-from harness.record.ledger import START, Event, Position
+from harness.record.events import STATUSES
+from harness.record.ledger import START, Position
 from harness.store.fsutil import atomic_write, canonical_json, strict_json_loads
 
 CELL_VERSION = 1
 MAX_CELL_BYTES = 64 * 1024
-MAX_NOTE_CHARS = 8_000
 _MAC_TAG = b"harness-cell\x00"
 
 
@@ -100,276 +98,9 @@ class Cell:
         return hits
 
 
-_R = TypeVar("_R")
-
-
-def replace(record: _R, **changes: Any) -> _R:
-    """dataclasses.replace without its per-call field introspection: the fold calls this for
-    every event (it was two thirds of verify's time). The cell's records have no
-    __post_init__ and no init=False fields, so the result is the same."""
-    fields = record.__dict__
-    unknown = changes.keys() - fields.keys()
-    if unknown:
-        raise TypeError(f"{type(record).__name__} has no field {sorted(unknown)[0]!r}")
-    new = object.__new__(type(record))
-    new.__dict__.update(fields, **changes)
-    return new
-
-
-def bounded(text: str | None, limit: int = MAX_NOTE_CHARS) -> str | None:
-    if text is None or len(text) <= limit:
-        return text
-    return f"[… {len(text) - limit} characters cut]\n" + text[-limit:]
-
-
-# ---- the fold -------------------------------------------------------------------------
-
-
-def apply(cell: Cell, event: Event, position: Position) -> Cell:
-    """The cell after `event`. Unknown event types only move the position."""
-    handler = _HANDLERS.get(event.type)
-    updated = handler(cell, event) if handler else cell
-    return replace(updated, position=position)
-
-
-def fold(goal_id: str, events: Iterable[tuple[Event, Position]], start: Cell | None = None) -> Cell:
-    cell = start or Cell(goal=goal_id)
-    for event, position in events:
-        cell = apply(cell, event, position)
-    return cell
-
-
-def _limits(data: Mapping[str, Any]) -> Spend:
-    raw = data["limits"]
-    return Spend(raw["iterations"], raw["seconds"], raw["cost_usd"], raw["turns"], raw["passes"])
-
-
-def _on_started(cell: Cell, event: Event) -> Cell:
-    data = event.data
-    steps = tuple(data["steps"])
-    return replace(
-        cell,
-        status="running",
-        step="plan" if "plan" in steps else "build",
-        iteration=1,
-        steps=steps,
-        limit=_limits(data),
-        no_progress_passes=data["no_progress_passes"],
-        goal_sha256=data["goal_sha256"],
-        owners_sha256=data["owners_sha256"],
-        owners_commit=data["control_commit"],
-        destructive=tuple(data.get("command_classes", ())),
-        destructive_detail=data.get("command_detail"),
-    )
-
-
-def _on_revised(cell: Cell, event: Event) -> Cell:
-    data = event.data
-    return replace(
-        cell,
-        status="running",
-        gate=None,
-        gate_detail=None,
-        steps=tuple(data["steps"]),
-        limit=_limits(data),
-        no_progress_passes=data["no_progress_passes"],
-        goal_sha256=data["goal_sha256"],
-        owners_sha256=data["owners_sha256"],
-        owners_commit=data["control_commit"],
-        destructive=tuple(data.get("command_classes", ())),
-        destructive_detail=data.get("command_detail"),
-        approved_classes=(),
-    )
-
-
-def _on_step_started(cell: Cell, event: Event) -> Cell:
-    step = event.step or ""
-    used = replace(cell.used, passes=cell.used.passes + 1)
-    if step in AGENT_STEPS:
-        used = replace(used, iterations=max(used.iterations, event.iteration))
-    data = event.data
-    flight = InFlight(
-        step,
-        event.iteration,
-        data["call_id"],
-        data["base"],
-        data.get("runner", ""),
-        data.get("lease_until", ""),
-    )
-    cell = replace(cell, status="running", used=used, in_flight=flight)
-    given = [ref["name"] for ref in data.get("lessons", ())]
-    if given:
-        cell = replace(cell, lessons_given=tuple(dict.fromkeys((*cell.lessons_given, *given))))
-    if step in AGENT_STEPS:
-        # Destructive findings and their approvals belong to one build's changes.
-        cell = replace(cell, destructive=(), destructive_detail=None, approved_classes=())
-    return cell
-
-
-def _on_step_cutoff(cell: Cell, event: Event) -> Cell:
-    return replace(cell, in_flight=None)
-
-
-def _spend(cell: Cell, event: Event) -> Spend:
-    data, used = event.data, cell.used
-    seconds = used.seconds + (data["duration_s"] if event.step in AGENT_STEPS else 0.0)
-    return replace(
-        used,
-        seconds=seconds,
-        cost_usd=used.cost_usd + data.get("cost_usd", 0.0),
-        turns=used.turns + data.get("turns", 0),
-    )
-
-
-def _repair(cell: Cell, failing: str | None, feedback: str | None, tree: str) -> Cell:
-    fingerprint = hashlib.sha256(f"{failing}\0{tree}".encode()).hexdigest()
-    same = fingerprint == cell.no_progress_fingerprint
-    return replace(
-        cell,
-        step="build",
-        iteration=cell.iteration + 1,
-        failing_test=failing,
-        feedback=bounded(feedback),
-        judge_passed=False,
-        review_passed=False,
-        no_progress_count=cell.no_progress_count + 1 if same else 1,
-        no_progress_fingerprint=fingerprint,
-    )
-
-
-def _on_step_finished(cell: Cell, event: Event) -> Cell:
-    data = event.data
-    cell = replace(cell, in_flight=None, used=_spend(cell, event))
-    step, passed = event.step, data.get("result") == "pass"
-    if step == "plan":
-        return replace(cell, step="build", plan_notes=bounded(data.get("stdout_tail")))
-    if step == "build":
-        found = tuple(data.get("destructive_classes", ()))
-        detail = data.get("destructive_detail")
-        cell = _remember_session(cell, data)
-        return replace(
-            cell,
-            step="judge",
-            judge_passed=False,
-            review_passed=False,
-            destructive=found,
-            destructive_detail=detail,
-        )
-    if step == "judge" and passed:
-        after = "review" if "review" in cell.steps else None
-        return replace(
-            cell,
-            step=after,
-            judge_passed=True,
-            failing_test=None,
-            feedback=None,
-            no_progress_count=0,
-            no_progress_fingerprint=None,
-        )
-    if step == "judge":
-        return _repair(
-            cell,
-            data.get("failing_test") or "(judge failed)",
-            data.get("output_tail"),
-            data["tree"],
-        )
-    if step == "review" and passed:
-        return replace(cell, step=None, review_passed=True)
-    if step == "review":
-        return _repair(cell, "(review findings)", data.get("stdout_tail"), data["tree"])
-    return replace(cell, step=None)
-
-
-MAX_SESSIONS = 50
-
-
-def _remember_session(cell: Cell, data: Mapping[str, Any]) -> Cell:
-    """Keep the totals an agent session last reported, to turn the next into an increase."""
-    session = data.get("session")
-    if not session:
-        return cell
-    kept = [s for s in cell.sessions if s[0] != session]
-    entry = (session, data.get("reported_cost_usd") or 0.0, data.get("reported_turns") or 0)
-    return replace(cell, sessions=(*kept, entry)[-MAX_SESSIONS:])
-
-
-def _on_done_blocked(cell: Cell, event: Event) -> Cell:
-    data = event.data
-    failed = data.get("lessons_failed") or []
-    failing = f"lesson:{failed[0]}" if failed else f"expect.files: {', '.join(data['missing'])}"
-    return _repair(cell, failing, data.get("detail"), data["tree"])
-
-
-def _on_gated(cell: Cell, event: Event) -> Cell:
-    data = event.data
-    return replace(
-        cell,
-        status=data["status"],
-        gate=data["reason"],
-        gate_detail=data.get("detail"),
-        gate_commit=data.get("commit"),
-    )
-
-
-def _on_completed(cell: Cell, event: Event) -> Cell:
-    return replace(cell, status="completed", step=None, gate=None, gate_detail=None)
-
-
-def _on_cancelled(cell: Cell, event: Event) -> Cell:
-    return replace(cell, status="cancelled", gate=None, gate_detail=None)
-
-
-def _on_failed(cell: Cell, event: Event) -> Cell:
-    return replace(
-        cell, status="failed", step=None, gate=None, gate_detail=event.data.get("detail")
-    )
-
-
 def pending_classes(cell: Cell) -> tuple[str, ...]:
     """Destructive classes found and not yet crossed by a signed unpark."""
     return tuple(c for c in cell.destructive if c not in cell.approved_classes)
-
-
-def _on_decision(cell: Cell, event: Event) -> Cell:
-    data = event.data
-    decision, crossed = data["decision"], data["gate"]
-    cell = replace(cell, status="running", gate=None, gate_detail=None, gate_commit=None)
-    if decision == "ship":
-        return replace(cell, step="ship")
-    if crossed == "ship_outcome_unknown":
-        # The owner checked the outside world: it shipped. Never retried on its own.
-        return replace(cell, status="completed", step=None)
-    if "limits" in data:
-        cell = replace(cell, limit=_limits(data))
-    if crossed.startswith("destructive:"):
-        cell = replace(cell, approved_classes=(*cell.approved_classes, crossed.split(":", 1)[1]))
-    if crossed == "no_progress":
-        cell = replace(cell, no_progress_count=0, no_progress_fingerprint=None)
-    return cell
-
-
-def _on_owners_rotated(cell: Cell, event: Event) -> Cell:
-    data = event.data
-    cell = replace(cell, owners_sha256=data["owners_sha256"], owners_commit=data["owners_commit"])
-    if cell.gate == "owners_changed":
-        cell = replace(cell, status="running", gate=None, gate_detail=None)
-    return cell
-
-
-_HANDLERS = {
-    "goal.started": _on_started,
-    "goal.revised": _on_revised,
-    "step.started": _on_step_started,
-    "step.cutoff": _on_step_cutoff,
-    "step.finished": _on_step_finished,
-    "done.blocked": _on_done_blocked,
-    "goal.gated": _on_gated,
-    "goal.completed": _on_completed,
-    "goal.cancelled": _on_cancelled,
-    "goal.failed": _on_failed,
-    "decision.used": _on_decision,
-    "owners.rotated": _on_owners_rotated,
-}
 
 
 # ---- the attested file ----------------------------------------------------------------

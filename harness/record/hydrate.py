@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.errors import TrustFailure
-from harness.record.cell import Cell, apply, parse_cell
+from harness.record.cell import Cell, parse_cell
+from harness.record.fold import apply
 from harness.record.ledger import START, Ledger, Position, Record, TornTail
 from harness.record.render import MarkdownReport
 from harness.store.gitrepo import run_git

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import Any
+from typing import Any, cast
 
-from harness.record.cell import Cell, apply
+from harness.record.cell import Cell
+from harness.record.events import EventType
+from harness.record.fold import apply
 from harness.record.ledger import Event, Position, Record
 from harness.store.fsutil import canonical_json
 
@@ -104,7 +106,7 @@ def _goal_ended(event: Event) -> str:
 
 
 # One entry per event type (a replay of a million events looks each one up once).
-_DESCRIBE: dict[str, Callable[[Event], str]] = {
+DESCRIBE: dict[EventType, Callable[[Event], str]] = {
     "goal.started": _goal_started,
     "goal.revised": _goal_started,
     "step.started": _step_started,
@@ -125,7 +127,7 @@ _DESCRIBE: dict[str, Callable[[Event], str]] = {
 
 def describe(event: Event) -> str:
     """The event in words; an event type this version does not know is shown by name."""
-    shown = _DESCRIBE.get(event.type)
+    shown = DESCRIBE.get(cast(EventType, event.type))
     return event.type if shown is None else shown(event)
 
 

@@ -9,7 +9,8 @@ import json
 import pytest
 
 from harness.errors import TrustFailure
-from harness.record.cell import Cell, InFlight, Spend, apply, cell_bytes, fold, parse_cell
+from harness.record.cell import Cell, InFlight, Spend, cell_bytes, parse_cell
+from harness.record.fold import apply, fold
 from harness.record.ledger import Event, Position
 
 KEY = b"c" * 32

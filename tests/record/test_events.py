@@ -1,15 +1,27 @@
-"""The record's vocabulary: every event type has a declared data type, and records match it."""
+"""The record's vocabulary: every consumer table covers every event type, and records match
+the declared data types."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
 
-from harness.record.events import EVENT_DATA, EVENT_TYPES, GATE_REASONS, STATUSES
+from harness.record.events import EVENT_DATA, EVENT_TYPES, GATE_REASONS, STATUSES, EventType
+from harness.record.fold import FOLD
+from harness.record.render import DESCRIBE
+from harness.record.report.collect import HANDLERS
 from tests.eventdata import ledger_problems, problems
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize(
+    "table", [FOLD, DESCRIBE, HANDLERS, EVENT_DATA], ids=["fold", "describe", "html", "data"]
+)
+def test_every_consumer_table_covers_every_event_type(table: Mapping[EventType, object]) -> None:
+    assert sorted(table) == sorted(EVENT_TYPES)
 
 
 def test_every_event_type_has_a_data_type() -> None:

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from harness.loop.controller import call_id
+from harness.loop.recorder import call_id
 from harness.record.ledger import Event, Ledger, Record
 from harness.record.report.model import CHART_POINTS
 from harness.record.report.page import render_html
@@ -94,7 +94,7 @@ class Page(HTMLParser):
 
 
 class Story:
-    """Appends events with the data fields the controller writes (harness/loop/controller.py)."""
+    """Appends events with the data fields the controller writes (harness/loop/controller.py, finish.py)."""
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder

@@ -9,8 +9,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, cast
 
-from harness.record.cell import Cell, apply
+from harness.record.cell import Cell
 from harness.record.events import EventType
+from harness.record.fold import apply
 from harness.record.ledger import Event, Position, Record
 from harness.record.report.cells import tone_of
 from harness.record.report.model import (

@@ -1,0 +1,206 @@
+"""How a step ended: its `step.finished` event, and the gate a tamper or violation stops at.
+
+A build's finish records what it spent and changed, after checking that it left the
+protected paths and the history alone; a read-only step's finish checks that it left the
+tree alone. Each step's handler is in `FINISH`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
+
+from harness.loop.agents import Usage, combine, parse_output
+from harness.loop.context import RunContext
+from harness.loop.guards import is_protected
+from harness.loop.judge import first_failing_test
+from harness.loop.recorder import Recorder, fit_text
+from harness.loop.spend import spend_data
+from harness.loop.steps import StepResult
+from harness.model.goal import Goal
+from harness.record.cell import write_cell
+from harness.record.events import StepName
+from harness.record.hydrate import GoalPaths, Loaded
+from harness.store.gitrepo import Worktree
+
+MAX_LISTED_PATHS = 200
+
+
+@dataclass(frozen=True)
+class Ran:
+    """One step's run, as the finish handlers see it."""
+
+    step: StepName
+    iteration: int
+    cid: str
+    started: str  # the commit holding step.started
+    before: str | None  # the work tree id before a read-only step
+    result: StepResult
+    report: Usage | None  # what the step wrote to HARNESS_REPORT_FILE
+
+    @property
+    def passed(self) -> bool:
+        return self.result.exit_code == 0 and not self.result.timed_out
+
+    @property
+    def verdict(self) -> str:
+        return "pass" if self.passed else "fail"
+
+    def data(self) -> dict[str, Any]:
+        result = self.result
+        return {
+            "call_id": self.cid,
+            "exit_code": result.exit_code,
+            "timed_out": result.timed_out,
+            "duration_s": round(result.duration_s, 3),
+            "output_tail": fit_text(result.output_tail),
+        }
+
+
+class Finisher(Recorder):
+    """Records how one goal's steps end, in its worktree."""
+
+    def __init__(
+        self, ctx: RunContext, goal: Goal, worktree: Worktree, paths: GoalPaths, loaded: Loaded
+    ) -> None:
+        key = ctx.secret.goal_key(goal.id)
+        super().__init__(goal.id, key, worktree, paths, loaded, ctx.clock, ctx.print_line)
+        self.ctx, self.goal = ctx, goal
+
+    def changed_since(self, base: str) -> list[str]:
+        return self.wt.changed_paths(base) if self.wt.is_ancestor(base) else []
+
+    def finish(self, ran: Ran, data: dict[str, Any]) -> None:
+        self.emit("step.finished", ran.step, ran.iteration, data)
+        self.checkpoint(f"{ran.step} {ran.iteration} finished")
+
+    def finish_build(self, ran: Ran) -> None:
+        usage = combine(ran.report, parse_output(self.goal.build.format, ran.result.stdout_tail))
+        prices = self.ctx.control.config.prices
+        if usage.cost_usd is None and usage.tokens is not None and prices is not None:
+            usage = replace(usage, cost_usd=prices.cost(*usage.tokens))
+        changed = self.changed_since(ran.started)
+        data = (
+            ran.data()
+            | spend_data(self.cell, usage)
+            | {
+                "summary": fit_text(usage.summary, 4000),
+                "agent_error": usage.error,
+                "changed": changed[:MAX_LISTED_PATHS],
+                "tree": self.wt.work_tree_id(),
+            }
+        )
+        finished = (ran.step, ran.iteration, data)
+        if self.tampered(ran.started, changed, exclude_own=False, finished=finished):
+            return
+        self.finish(ran, data | self.destructive_data(ran.started))
+
+    def destructive_data(self, base: str) -> dict[str, Any]:
+        """What in this build's change falls in a destructive class (parks until unparked)."""
+        from harness.trust.destructive.classify import classify_changes
+        from harness.trust.destructive.diff import parse_diff
+        from harness.trust.destructive.hits import classes_of
+        from harness.trust.destructive.summary import summarize
+
+        hits = classify_changes(
+            parse_diff(self.wt.diff_text(base)), self.ctx.control.config.destructive
+        )
+        if not hits:
+            return {}
+        return {
+            "destructive_classes": list(classes_of(hits)),
+            "destructive_detail": fit_text(summarize(hits), 4000),
+            "destructive": [fit_text(h.describe(), 300) for h in hits[: MAX_LISTED_PATHS // 4]],
+        }
+
+    def finish_judge(self, ran: Ran) -> None:
+        junit = self.goal.judge.junit
+        failing = None
+        if not ran.passed:
+            junit_path = self.wt.path / junit if junit else None
+            failing = first_failing_test(ran.result.output_tail, junit_path)
+        if junit:
+            self.drop_untracked(junit)
+        self.finish_read_only(ran, {"result": ran.verdict, "failing_test": failing})
+
+    def finish_review(self, ran: Ran) -> None:
+        stdout = fit_text(ran.result.stdout_tail)
+        self.finish_read_only(ran, {"result": ran.verdict, "stdout_tail": stdout})
+
+    def finish_plan(self, ran: Ran) -> None:
+        self.finish_review(ran)  # the same record: its stdout goes into the first prompt
+
+    def finish_ship(self, ran: Ran) -> None:
+        self.emit("step.finished", ran.step, ran.iteration, ran.data() | {"result": ran.verdict})
+        if ran.passed:
+            data = {"commit": self.wt.head(), "detail": "shipped"}
+            self.emit("goal.completed", None, ran.iteration, data)
+        else:
+            detail = f"the ship step exited {ran.result.exit_code}"
+            self.emit("goal.failed", None, ran.iteration, {"detail": detail})
+        self.checkpoint("ship finished")
+
+    def finish_read_only(self, ran: Ran, extra: dict[str, Any]) -> None:
+        after = self.wt.work_tree_id()
+        data = ran.data() | extra | {"tree": after}
+        if after == ran.before:
+            self.finish(ran, data)
+            return
+        changed = self.wt.git("diff", "--name-only", ran.before or "", after).splitlines()
+        violation = data | {"result": "violation", "changed": changed[:MAX_LISTED_PATHS]}
+        self.emit("step.finished", ran.step, ran.iteration, violation)
+        self.gate(
+            "needs_attention",
+            "read_only_violation",
+            f"the {ran.step} step is read-only but changed: {', '.join(changed[:20])}",
+        )
+
+    def drop_untracked(self, rel: str) -> None:
+        """The judge's JUnit file is a transient artifact unless the repository tracks it."""
+        path = self.wt.path / rel
+        tracked = self.wt.git("ls-files", "--", rel)
+        if path.is_file() and not tracked:
+            path.unlink()
+
+    def tampered(
+        self,
+        base: str,
+        changed: list[str],
+        *,
+        exclude_own: bool,
+        finished: tuple[StepName, int, dict[str, Any]] | None = None,
+    ) -> bool:
+        """A build that touched a protected path: restore them, record, stop at tamper."""
+        rewritten = not self.wt.is_ancestor(base)
+        own = self.paths.rel + "/"
+        hits = [p for p in changed if is_protected(p) and not (exclude_own and p.startswith(own))]
+        if not hits and not rewritten:
+            return False
+        if rewritten:
+            self.wt.git("reset", "-q", "--soft", base)
+            hits = [p for p in self.wt.changed_paths(base) if is_protected(p)]
+        self.wt.restore_paths(base, hits)
+        # Our own files come back from memory: the in-memory cell and report are authoritative.
+        write_cell(self.paths.cell, self.cell, self.key)
+        if finished is not None:
+            step, iteration, data = finished
+            self.emit(
+                "step.finished",
+                step,
+                iteration,
+                data | {"result": "tamper", "tree": self.wt.work_tree_id()},
+            )
+        detail = ("history rewritten; " if rewritten else "") + "touched " + ", ".join(hits[:20])
+        self.gate("needs_attention", "tamper", detail)
+        return True
+
+
+# How each step's finish is recorded.
+FINISH: dict[StepName, Callable[[Finisher, Ran], None]] = {
+    "plan": Finisher.finish_plan,
+    "build": Finisher.finish_build,
+    "judge": Finisher.finish_judge,
+    "review": Finisher.finish_review,
+    "ship": Finisher.finish_ship,
+}

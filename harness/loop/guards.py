@@ -1,0 +1,74 @@
+"""What a step must not change, and what a killed harness leaves behind to clean up.
+
+The protected paths (the goal files, the record, the lessons) and the git configuration
+outside the worktree are checked after every step; the record of the running step's process
+group lets the next run end a group whose harness was killed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from harness.loop.steps import end_marked_group
+from harness.store.fsutil import atomic_write
+
+PROTECTED_PREFIXES = ("goals/", ".harness/", "ledger/", "lessons/")
+
+
+def is_protected(path: str) -> bool:
+    return path.startswith(PROTECTED_PREFIXES) or path.endswith(".approval")
+
+
+class GitConfigGuard:
+    """Files outside the worktree through which a step could make the harness's own git
+    calls run commands (a filter driver, gpg.program, core.sshCommand) or point them at
+    another repository. They are read before a step and compared right after it."""
+
+    def __init__(self, paths: list[Path]) -> None:
+        self.before = {path: _read_or_none(path) for path in paths}
+
+    def changed(self) -> list[str]:
+        return [str(p) for p, data in self.before.items() if _read_or_none(p) != data]
+
+    def restore(self) -> None:
+        for path, data in self.before.items():
+            if _read_or_none(path) == data:
+                continue
+            if data is None:
+                path.unlink(missing_ok=True)
+            else:
+                atomic_write(path, data)
+
+
+def _read_or_none(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+        return None
+
+
+class ChildRecord:
+    """The process group of the step running now, kept next to the goal's lock.
+
+    A harness killed with SIGKILL cannot end its step's processes; the next run (holding
+    the lock) ends the group it finds recorded before it resumes the goal.
+    """
+
+    def __init__(self, folder: Path, goal_id: str) -> None:
+        self.path = folder / f"{goal_id}.child"
+
+    def save(self, pid: int, call: str) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.path.write_text(f"{pid} {call}\n")
+
+    def clear(self) -> None:
+        self.path.unlink(missing_ok=True)
+
+    def end_leftover(self) -> None:
+        try:
+            pid_text, call = self.path.read_text().split()
+            pid = int(pid_text)
+        except (FileNotFoundError, ValueError):
+            return
+        end_marked_group(pid, f"HARNESS_CALL_ID={call}")
+        self.clear()

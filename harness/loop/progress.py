@@ -1,0 +1,39 @@
+"""The live line a terminal shows while a step runs."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import TextIO
+
+
+class Progress:
+    """A live line on a terminal (stderr) while a step runs; nothing at all otherwise, so
+    what goes to stdout and to files never changes."""
+
+    def __init__(self, stream: TextIO | None, text: Callable[[float], str]) -> None:
+        self.stream, self.text = stream, text
+        self.done = threading.Event()
+        self.thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        if self.stream is not None:
+            self.thread = threading.Thread(target=self._loop, daemon=True)
+            self.thread.start()
+
+    def _loop(self) -> None:
+        began = time.monotonic()
+        assert self.stream is not None
+        while True:
+            self.stream.write("\r\x1b[K" + self.text(time.monotonic() - began))
+            self.stream.flush()
+            if self.done.wait(1.0):
+                return
+
+    def stop(self) -> None:
+        self.done.set()
+        if self.thread is not None and self.stream is not None:
+            self.thread.join()
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()

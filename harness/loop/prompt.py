@@ -1,0 +1,35 @@
+"""The prompt a step's command reads from HARNESS_PROMPT_FILE (and on its standard input)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from harness.loop.lessons import Lesson, prompt_section
+from harness.model.goal import Goal
+from harness.record.cell import Cell
+
+
+def build_prompt(goal: Goal, cell: Cell, lessons: Sequence[Lesson] = ()) -> str:
+    parts = [
+        f"Goal: {goal.id}",
+        f"Iteration: {cell.iteration} of {cell.limit.iterations}",
+        "",
+        "Objective:",
+        goal.objective.rstrip("\n"),
+        "",
+    ]
+    if cell.plan_notes:
+        parts += ["Plan:", cell.plan_notes.rstrip("\n"), ""]
+    if lessons:
+        parts += [prompt_section(lessons).rstrip("\n"), ""]
+    if cell.failing_test:
+        parts += [
+            "This is a repair round: the previous attempt did not pass.",
+            f"Failing: {cell.failing_test}",
+            "Output tail:",
+            (cell.feedback or "").rstrip("\n"),
+            "",
+        ]
+    if goal.expect_files:
+        parts += ["These files must exist when you are done: " + ", ".join(goal.expect_files), ""]
+    return "\n".join(parts)

@@ -1,0 +1,93 @@
+"""Recording one goal: append an event, fold it into the cell, print it, and commit.
+
+Every state change is an event. The recorder appends it, folds it into the cell and prints
+its text line; at each step boundary (`checkpoint`) it writes the cell and the report and
+commits, so a process killed anywhere finds a record that says where it was.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from harness import failpoints
+from harness.loop.clock import Clock
+from harness.record.cell import write_cell
+from harness.record.events import EventType, Status, StepName
+from harness.record.fold import apply
+from harness.record.hydrate import GoalPaths, Loaded
+from harness.record.ledger import Position
+from harness.record.render import text_line
+from harness.store.fsutil import atomic_write
+from harness.store.gitrepo import Worktree
+
+TEXT_FIELD_BYTES = 12_000
+
+
+def call_id(goal_id: str, iteration: int, step: str) -> str:
+    return hashlib.sha256(f"{goal_id}\0{iteration}\0{step}".encode()).hexdigest()[:16]
+
+
+def fit_text(text: str | None, limit: int = TEXT_FIELD_BYTES) -> str | None:
+    """Cut `text` from the front until its JSON form fits `limit` bytes, marking the cut."""
+    if text is None or len(json.dumps(text, ensure_ascii=False).encode()) <= limit:
+        return text
+    keep = limit // 6
+    return f"[… {len(text) - keep} characters cut]\n" + text[-keep:]
+
+
+class Recorder:
+    """Appends events for one goal, folds them into its cell, prints them, and commits."""
+
+    def __init__(
+        self,
+        goal_id: str,
+        key: bytes,
+        worktree: Worktree,
+        paths: GoalPaths,
+        loaded: Loaded,
+        clock: Clock,
+        print_line: Callable[[str], None],
+    ) -> None:
+        self.goal_id, self.key, self.clock, self.print_line = goal_id, key, clock, print_line
+        self.wt, self.paths = worktree, paths
+        self.ledger, self.report = loaded.ledger, loaded.report
+        self.cell = loaded.cell
+        self.publish: Callable[[], None] | None = None
+
+    def emit(
+        self, type: EventType, step: StepName | None, iteration: int, data: Mapping[str, Any]
+    ) -> None:
+        record = self.ledger.append(type, step, iteration, data, self.clock.now())
+        failpoints.hit("after_append")
+        position = Position(record.event.seq, record.hash)
+        self.cell = apply(self.cell, record.event, position)
+        self.report.add(record.event)
+        self.print_line(text_line(record.event))
+
+    def checkpoint(self, message: str) -> str:
+        write_cell(self.paths.cell, self.cell, self.key)
+        failpoints.hit("after_cell_write")
+        atomic_write(self.paths.report, self.report.render(self.cell).encode())
+        failpoints.hit("before_commit")
+        commit = self.wt.commit(f"harness({self.goal_id}): {message}")
+        failpoints.hit("after_commit")
+        if self.publish is not None:
+            self.publish()
+        return commit
+
+    def gate(self, status: Status, reason: str, detail: str) -> None:
+        self.emit(
+            "goal.gated",
+            None,
+            self.cell.iteration,
+            {
+                "status": status,
+                "reason": reason,
+                "detail": fit_text(detail, 4000),
+                "commit": self.wt.head(),
+            },
+        )
+        self.checkpoint(f"{status} ({reason})")
