@@ -12,8 +12,9 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from harness.loop.advance import advance_goal
+from harness.loop.context import RunContext
 from harness.loop.control import Control, open_control
-from harness.loop.controller import GoalRunner, RunContext
+from harness.loop.controller import GoalRunner
 from harness.record.cell import Cell
 from harness.record.hydrate import GoalPaths, committed_view, load
 from harness.record.ledger import Event, Ledger

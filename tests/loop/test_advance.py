@@ -8,7 +8,9 @@ from collections.abc import Callable
 
 import pytest
 
-from harness.trust.approval import Statement, append_record, sign
+from harness.trust.approvals import append_record
+from harness.trust.sshsig import sign
+from harness.trust.statement import Statement
 from tests.inprocess import InProcess
 from tests.managed import ManagedRepo, base_goal, git
 

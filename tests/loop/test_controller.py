@@ -11,7 +11,7 @@ from collections.abc import Callable
 import pytest
 
 from harness.errors import Busy
-from harness.loop.controller import call_id
+from harness.loop.recorder import call_id
 from tests.inprocess import InProcess
 from tests.managed import ManagedRepo, base_goal, git
 

@@ -11,7 +11,7 @@ import pytest
 from harness.errors import InvalidInput
 from harness.record.cell import Cell, Spend
 from harness.record.ledger import Position
-from harness.trust.approval import Owner, SignedRecord, Statement, parse_owners, sign
+from harness.trust.approvals import SignedRecord
 from harness.trust.decisions import (
     bound_to,
     crosses,
@@ -19,6 +19,9 @@ from harness.trust.decisions import (
     find_decision,
     parse_extension,
 )
+from harness.trust.owners import Owner, parse_owners
+from harness.trust.sshsig import sign
+from harness.trust.statement import Statement
 from tests.managed import OWNER, Key, make_key
 
 SHA = "a" * 64
