@@ -21,7 +21,7 @@ from harness.commands.run import run
 from harness.record.ledger import Ledger
 from harness.record.report.page import render_html
 from harness.trust.secret import Secret
-from tests.record.test_report_html import Page
+from tests.record.test_report import Page
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 FLAGS = [
