@@ -9,17 +9,15 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TextIO
 
+from harness.commands.session import Session, open_session
 from harness.errors import Busy, InvalidInput
 from harness.loop.clock import SystemClock
-from harness.loop.control import open_control
 from harness.loop.recorder import Recorder
-from harness.model.goal import check_goal_id
 from harness.record.events import TERMINAL
 from harness.record.hydrate import GoalPaths, committed_view, load
-from harness.store.gitrepo import Repo
 from harness.store.lock import GoalLock
 from harness.store.worktree import open_worktree
-from harness.trust.secret import load_secret
+from harness.trust.secret import Secret
 
 STOP_WAIT_S = 60.0
 
@@ -42,11 +40,13 @@ def _taken_over(lock: GoalLock) -> Iterator[None]:
 
 
 def cancel(cwd: Path, goal_id: str, env: Mapping[str, str], out: TextIO) -> int:
-    check_goal_id(goal_id, "goal id")
-    repo = Repo.discover(cwd)
-    secret = load_secret(env, repo.root)
-    control = open_control(repo, secret)
-    wt = open_worktree(repo, goal_id, control.branch(goal_id))
+    with open_session(cwd, env, [goal_id]) as session:
+        return _cancel(session, goal_id, env, out)
+
+
+def _cancel(session: Session[Secret], goal_id: str, env: Mapping[str, str], out: TextIO) -> int:
+    repo, secret = session.repo, session.secret
+    wt = open_worktree(repo, goal_id, session.control.branch(goal_id))
     if wt is None:
         raise InvalidInput(
             f"goal {goal_id}: has not started (nothing to cancel; remove its goal file instead)"

@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import TextIO
 
 from harness.commands.approve import passphrase
+from harness.commands.session import Session, open_session
 from harness.errors import InvalidInput, TrustFailure
 from harness.loop.clock import SystemClock
 from harness.loop.context import RunContext
-from harness.loop.control import Control, open_control
-from harness.model.goal import check_goal_id
+from harness.loop.control import Control
 from harness.record.cell import Cell, parse_cell, peek_cell
 from harness.record.events import WAITING
 from harness.store.gitrepo import Repo
@@ -26,7 +26,7 @@ from harness.store.remote import runner_id
 from harness.trust.approvals import SignedRecord, append_record, load_approval_file
 from harness.trust.decisions import EXTENDABLE_GATES, SHIP_GATES, parse_extension
 from harness.trust.owners import principals_for_key
-from harness.trust.secret import Secret, load_secret
+from harness.trust.secret import Secret
 from harness.trust.sshsig import sign, verify
 from harness.trust.statement import Statement
 
@@ -51,10 +51,21 @@ def _decide(
     *,
     ship: bool,
 ) -> int:
-    check_goal_id(goal_id, "goal id")
-    repo = Repo.discover(cwd)
-    control = open_control(repo)
-    secret = _secret_if_any(env, repo)
+    with open_session(cwd, env, [goal_id], need_secret=False) as session:
+        return _sign_decision(session, goal_id, key, extend, env, out, ship=ship)
+
+
+def _sign_decision(
+    session: Session[Secret | None],
+    goal_id: str,
+    key: Path,
+    extend: str | None,
+    env: Mapping[str, str],
+    out: TextIO,
+    *,
+    ship: bool,
+) -> int:
+    repo, control, secret = session.repo, session.control, session.secret
     cell = _current_cell(repo, control, goal_id, secret)
     decision = _decision_for(cell, goal_id, extend, ship=ship)
     statement = Statement(
@@ -103,13 +114,6 @@ def _act_now(
     with GoalLock(repo.harness_dir() / "locks", goal_id):
         advance_goal(repo, ctx, goal_id, extra=(record,))
     return 0
-
-
-def _secret_if_any(env: Mapping[str, str], repo: Repo) -> Secret | None:
-    try:
-        return load_secret(env, repo.root)
-    except TrustFailure:
-        return None
 
 
 def _current_cell(repo: Repo, control: Control, goal_id: str, secret: Secret | None) -> Cell:

@@ -11,10 +11,8 @@ on the wrong branch), which `harness run` would refuse with 3 too; else 2.
 
 from __future__ import annotations
 
-import fcntl
 import io
 import json
-import os
 import re
 import shutil
 import sys
@@ -28,6 +26,8 @@ from harness.errors import HarnessError, InvalidInput, TrustFailure
 from harness.loop.control import CONFIG_PATH, OWNERS_PATH, Control, open_control
 from harness.model.config import Config, parse_config
 from harness.store.gitrepo import Repo, read_blobs, run_git
+from harness.store.lock import lock_holder
+from harness.store.worktree import RegisteredWorktree, list_worktrees
 from harness.trust.owners import Owner, load_owners
 from harness.trust.secret import (
     ENV_SECRET,
@@ -350,24 +350,13 @@ def _records(root: Path, env: Mapping[str, str]) -> Finding:
 # --- worktrees and locks ----------------------------------------------------------------
 
 
-def parse_worktrees(porcelain: str) -> list[dict[str, str]]:
-    """`git worktree list --porcelain`: one dict per entry (`worktree`, `branch`, …)."""
-    entries = []
-    for block in porcelain.strip().split("\n\n"):
-        pairs = (line.partition(" ") for line in block.splitlines() if line.strip())
-        fields = {key: value for key, _, value in pairs}
-        if "worktree" in fields:
-            entries.append(fields)
-    return entries
-
-
 def _worktrees(repo: Repo, prefix: str) -> Finding:
     ours = _goal_worktrees(repo)
-    wrong = [p for entry in ours if (p := _off_branch(entry, prefix))]
+    wrong = [p for wt in ours if (p := _off_branch(wt, prefix))]
     if wrong:
         fix = "check the goal branch out there again, or `git worktree remove <path>` (the branch keeps the record)"
         return _fail("worktrees", "; ".join(wrong), fix, trust=True)
-    stale = [p for entry in ours if (p := _stale(entry))] + _strays(repo, ours)
+    stale = [p for wt in ours if (p := _stale(wt))] + _strays(repo, ours)
     if stale:
         fix = "`git worktree prune`; move a stray folder away (it may hold work): harness run recreates worktrees"
         return Finding("worktrees", WARN, "; ".join(stale), fix)
@@ -378,60 +367,38 @@ def _worktrees_folder(repo: Repo) -> Path:
     return repo.root / ".harness" / "worktrees"
 
 
-def _goal_worktrees(repo: Repo) -> list[dict[str, str]]:
+def _goal_worktrees(repo: Repo) -> list[RegisteredWorktree]:
     """The registered worktrees that live in .harness/worktrees/."""
     folder = _worktrees_folder(repo)
-    listing = run_git(["worktree", "list", "--porcelain"], repo.root).stdout
-    entries = parse_worktrees(listing.decode("utf-8", "replace"))
-    return [e for e in entries if Path(e["worktree"]).parent == folder]
+    return [wt for wt in list_worktrees(repo) if wt.path.parent == folder]
 
 
-def _stale(entry: Mapping[str, str]) -> str | None:
-    if "prunable" not in entry:
+def _stale(wt: RegisteredWorktree) -> str | None:
+    if wt.prunable is None:
         return None
-    return f"{entry['worktree']} is a stale entry ({entry['prunable'] or 'its folder is gone'})"
+    return f"{wt.path} is a stale entry ({wt.prunable or 'its folder is gone'})"
 
 
-def _off_branch(entry: Mapping[str, str], prefix: str) -> str | None:
+def _off_branch(wt: RegisteredWorktree, prefix: str) -> str | None:
     """`harness run` refuses a goal whose worktree is not on the goal's branch (exit 3)."""
-    path = entry["worktree"]
-    expected = f"{prefix}{Path(path).name}"
-    actual = entry.get("branch", "").removeprefix("refs/heads/")
-    if "prunable" in entry or actual == expected:
+    expected = f"{prefix}{wt.path.name}"
+    actual = (wt.branch or "").removeprefix("refs/heads/")
+    if wt.prunable is not None or actual == expected:
         return None
-    return f"{path} is on {actual or 'a detached HEAD'}, not {expected}; harness run refuses it"
+    return f"{wt.path} is on {actual or 'a detached HEAD'}, not {expected}; harness run refuses it"
 
 
-def _strays(repo: Repo, ours: list[dict[str, str]]) -> list[str]:
+def _strays(repo: Repo, ours: list[RegisteredWorktree]) -> list[str]:
     """Folders in .harness/worktrees/ that git does not know: `harness run` cannot reuse them."""
     folder = _worktrees_folder(repo)
     if not folder.is_dir():
         return []
-    registered = {Path(e["worktree"]).name for e in ours}
+    registered = {wt.path.name for wt in ours}
     return [
         f"{p} is not a git worktree"
         for p in sorted(folder.iterdir())
         if p.is_dir() and p.name not in registered
     ]
-
-
-def lock_holder(path: Path) -> str | None:
-    """The pid written in a lock file whose flock another process holds now, else None.
-
-    A shared, non-blocking probe on a read-only descriptor: it neither waits nor writes. A
-    run that tries the lock in the same instant sees the goal as busy and skips it once.
-    """
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return None
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return os.read(fd, 32).decode("ascii", "replace").strip() or "?"
-    finally:
-        os.close(fd)  # closing also drops the probe's own lock
-    return None
 
 
 def _locks(repo: Repo) -> Finding:

@@ -6,15 +6,12 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import BinaryIO
 
+from harness.commands.session import open_session
 from harness.errors import InvalidInput
-from harness.loop.control import open_control
-from harness.model.goal import check_goal_id
 from harness.record.ledger import Ledger
 from harness.record.locate import locate
 from harness.record.render import replay_chunks
 from harness.store.fsutil import atomic_write
-from harness.store.gitrepo import Repo
-from harness.trust.secret import load_secret
 
 FORMATS = ("text", "md", "json", "html")
 
@@ -24,12 +21,11 @@ def replay(
 ) -> int:
     if fmt not in FORMATS:
         raise InvalidInput(f"--format: {fmt!r} (expected one of {', '.join(FORMATS)})")
-    check_goal_id(goal_id, "goal id")
-    repo = Repo.discover(cwd)
-    secret = load_secret(env, repo.root)
-    control = open_control(repo, secret)
-    with locate(repo, goal_id, control.branch(goal_id)) as found:
-        ledger = Ledger(found.paths.events, goal_id, secret.goal_key(goal_id))
+    with (
+        open_session(cwd, env, [goal_id]) as s,
+        locate(s.repo, goal_id, s.control.branch(goal_id)) as found,
+    ):
+        ledger = Ledger(found.paths.events, goal_id, s.secret.goal_key(goal_id))
         if fmt == "html":
             from harness.record.report.page import render_html
 

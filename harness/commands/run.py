@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, TextIO
 
+from harness.commands.session import Session, open_session
 from harness.errors import (
     Busy,
     HarnessError,
@@ -19,15 +20,15 @@ from harness.errors import (
     interruptible,
     invalid,
 )
-from harness.loop.control import Control, open_control
-from harness.model.goal import GOAL_ID_EXPECTED, check_goal_id, goal_source
+from harness.loop.control import Control
+from harness.model.goal import GOAL_ID_EXPECTED, goal_source
 from harness.model.wording import show_value
 from harness.record.cell import Cell, parse_cell
 from harness.record.events import TERMINAL, WAITING
 from harness.store.gitrepo import Repo
 from harness.store.lock import GoalLock
 from harness.trust.decisions import bound_to
-from harness.trust.secret import Secret, load_secret
+from harness.trust.secret import Secret
 
 # The loop itself (harness.loop.advance, the controller, the remote) is imported only when a
 # goal has something to do: a run that finds every goal resting stays a short process.
@@ -53,11 +54,24 @@ def run(
         raise InvalidInput(f"--max-steps: {max_steps} (expected a whole number ≥ 1)")
     if jobs < 1:
         raise InvalidInput(f"--jobs: {jobs} (expected a whole number ≥ 1)")
-    for goal_id in goal_ids:
-        check_goal_id(goal_id, "goal id")  # before any lock file or worktree path is made
-    repo = Repo.discover(cwd)
-    secret = load_secret(env, repo.root)
-    control = open_control(repo, secret)
+    # The goal ids are checked before any lock file or worktree path is made from them.
+    with open_session(cwd, env, goal_ids) as session:
+        return _run(session, goal_ids, max_steps, push, env, out, err, clock, jobs, as_json)
+
+
+def _run(
+    session: Session[Secret],
+    goal_ids: list[str],
+    max_steps: int | None,
+    push: str | None,
+    env: Mapping[str, str],
+    out: TextIO,
+    err: TextIO,
+    clock: Clock | None,
+    jobs: int,
+    as_json: bool,
+) -> int:
+    repo, secret, control = session.repo, session.secret, session.control
     remote: Remote | None = None
     if push is not None:
         from harness.store.remote import Remote

@@ -7,12 +7,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
-from harness.loop.control import Control, open_control
-from harness.model.goal import check_goal_id
+from harness.commands.session import Session, open_session
+from harness.loop.control import Control
 from harness.record.cell import Cell, parse_cell
 from harness.store.gitrepo import Repo, branch_heads, read_blobs
 from harness.store.lock import GoalLock
-from harness.trust.secret import load_secret
+from harness.trust.secret import Secret
 
 PARKED_EXIT = 10
 ATTENTION_EXIT = 11
@@ -22,23 +22,25 @@ BUDGET_KEYS = ("iterations", "seconds", "cost_usd", "turns", "passes")
 def status(
     cwd: Path, goal_ids: list[str], as_json: bool, check: bool, env: Mapping[str, str], out: TextIO
 ) -> int:
-    for goal_id in goal_ids:
-        check_goal_id(goal_id, "goal id")
-    repo = Repo.discover(cwd)
-    secret = load_secret(env, repo.root)
-    control = open_control(repo, secret)
-    prefix = control.config.branch_prefix
-    heads = branch_heads(repo.root, prefix)
-    ids = goal_ids or sorted(set(control.goal_ids()) | {b[len(prefix) :] for b in heads})
-    rows = [
-        _row(repo, control, goal_id, heads, cell, secret.goal_key(goal_id))
-        for goal_id, cell in zip(ids, _cells(repo, control, ids, heads), strict=True)
-    ]
+    with open_session(cwd, env, goal_ids) as session:
+        rows = _rows(session, goal_ids)
     if as_json:
         out.write(json.dumps(rows, indent=2, sort_keys=True) + "\n")
     else:
         out.writelines(_line(row) + "\n" for row in rows)
     return _check_code(rows) if check else 0
+
+
+def _rows(session: Session[Secret], goal_ids: list[str]) -> list[dict[str, Any]]:
+    """One row per goal named, or per goal on the control ref or with a branch."""
+    repo, control, secret = session.repo, session.control, session.secret
+    prefix = control.config.branch_prefix
+    heads = branch_heads(repo.root, prefix)
+    ids = goal_ids or sorted(set(control.goal_ids()) | {b[len(prefix) :] for b in heads})
+    return [
+        _row(repo, control, goal_id, heads, cell, secret.goal_key(goal_id))
+        for goal_id, cell in zip(ids, _cells(repo, control, ids, heads), strict=True)
+    ]
 
 
 def _cells(

@@ -7,27 +7,24 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
+from harness.commands.session import open_session
 from harness.errors import HarnessError
-from harness.loop.control import Control, open_control
-from harness.model.goal import GOAL_ID_RE, check_goal_id
+from harness.loop.control import Control
+from harness.model.goal import GOAL_ID_RE
 from harness.record.hydrate import load
 from harness.record.ledger import LedgerBroken
 from harness.record.locate import locate
 from harness.store.gitrepo import Repo, branch_heads
 from harness.trust.approvals import find_run_approval
-from harness.trust.secret import Secret, load_secret
+from harness.trust.secret import Secret
 
 
 def verify(
     cwd: Path, goal_ids: list[str], env: Mapping[str, str], out: TextIO, as_json: bool = False
 ) -> int:
-    for goal_id in goal_ids:
-        check_goal_id(goal_id, "goal id")
-    repo = Repo.discover(cwd)
-    secret = load_secret(env, repo.root)
-    control = open_control(repo, secret)
-    ids = goal_ids or _goals_with_records(repo, control)
-    results = [_result(repo, control, secret, goal_id) for goal_id in ids]
+    with open_session(cwd, env, goal_ids) as s:
+        ids = goal_ids or _goals_with_records(s.repo, s.control)
+        results = [_result(s.repo, s.control, s.secret, goal_id) for goal_id in ids]
     worst = max((r.get("exit_code", 0) for r in results), default=0)
     if as_json:
         out.write(json.dumps({"ok": worst == 0, "goals": results}, indent=2) + "\n")

@@ -2,8 +2,9 @@
 
 Owns how bytes reach the disk and the repository (`gitrepo` runs git with a clean
 environment; `fsutil` writes atomically and appends whole lines; `lock` holds a goal's
-flock; `remote` pushes and fetches goal branches; `worktree` opens a goal's worktree).
-It knows nothing of goals, events or signatures.
+flock and probes it; `remote` pushes and fetches goal branches, a push through GitPython
+(`gitpush`); `worktree` opens a goal's worktree and lists the registered ones). It knows
+nothing of goals, events or signatures.
 
 May import: `harness.errors`, `harness.failpoints`, and the standard library and GitPython.
 """

@@ -1,9 +1,10 @@
 """Every git call the harness makes, with a clean environment.
 
 The git CLI is used directly (not through a library) because each call is one short
-process with no import cost on the `run` path. Hooks and fsmonitor are disabled for the
-harness's own calls: the agent can write `.git/hooks`, and a hook must never run with
-the harness's environment.
+process with no import cost on the `run` path; only a push goes through GitPython
+(`gitpush`), for the remote's answer, and its processes are started here too
+(`start_git`). Hooks and fsmonitor are disabled for the harness's own calls: the agent
+can write `.git/hooks`, and a hook must never run with the harness's environment.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import subprocess
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from harness.errors import HarnessError, InvalidInput
 
@@ -69,6 +71,23 @@ def run_git(
         detail = proc.stderr.decode("utf-8", "replace").strip().splitlines()
         raise GitError(f"git {' '.join(args[:3])} failed in {cwd}: {detail[-1] if detail else ''}")
     return proc
+
+
+def start_git(args: Sequence[str], cwd: Path, *, text: bool = False) -> subprocess.Popen[Any]:
+    """A git process with the same environment and options as run_git, its output piped.
+
+    For a library that reads git's output itself (GitPython, for a push's answer).
+    """
+    return subprocess.Popen(
+        ["git", *_SAFE_CONFIG, *args],
+        cwd=cwd,
+        env=_ENV,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        encoding="utf-8" if text else None,
+        errors="replace" if text else None,
+    )
 
 
 def git_text(args: Sequence[str], cwd: Path) -> str:

@@ -82,3 +82,22 @@ class GoalLock:
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.release()
+
+
+def lock_holder(path: Path) -> str | None:
+    """The pid written in a lock file whose flock another process holds now, else None.
+
+    A shared, non-blocking probe on a read-only descriptor: it neither waits nor writes. A
+    run that tries the lock in the same instant sees the goal as busy and skips it once.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return os.read(fd, 32).decode("ascii", "replace").strip() or "?"
+    finally:
+        os.close(fd)  # closing also drops the probe's own lock
+    return None

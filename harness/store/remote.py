@@ -11,9 +11,13 @@ from __future__ import annotations
 import socket
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from harness.errors import Busy, InvalidInput
 from harness.store.gitrepo import Repo, Worktree, run_git
+
+if TYPE_CHECKING:
+    from harness.store.gitpush import PushResult
 
 LEASE_GRACE_S = 300
 
@@ -56,16 +60,14 @@ class Remote:
             return None
         return self.repo.rev_parse(self.tracking(branch))
 
-    def push(self, branch: str) -> bool:
-        """Fast-forward-only; False when the remote moved first."""
-        proc = run_git(
-            ["push", "-q", "--porcelain", self.name, f"refs/heads/{branch}:refs/heads/{branch}"],
-            self.repo.root,
-            check=False,
-        )
-        if proc.returncode == 0:
+    def push(self, branch: str) -> PushResult:
+        """Fast-forward-only; not `ok` when the remote moved first (or the push failed)."""
+        from harness.store.gitpush import push_branch  # GitPython: only when pushing
+
+        result = push_branch(self.repo.root, self.name, branch)
+        if result.ok:
             run_git(["update-ref", self.tracking(branch), f"refs/heads/{branch}"], self.repo.root)
-        return proc.returncode == 0
+        return result
 
     def sync(self, branch: str, worktree: Path) -> None:
         """Bring the local goal branch (and its worktree) to the remote's state.
@@ -80,12 +82,12 @@ class Remote:
         if local is None:
             run_git(["branch", "-q", branch, remote], self.repo.root)
             return
-        if self.repo.is_ancestor(remote, local) and self.push(branch):
+        if self.repo.is_ancestor(remote, local) and self.push(branch).ok:
             return
         self._reset(branch, worktree, remote)
 
     def publish(self, branch: str, worktree: Worktree) -> None:
-        if self.push(branch):
+        if self.push(branch).ok:
             return
         remote = self.fetch_branch(branch)
         if remote is not None:

@@ -1,6 +1,10 @@
-"""A goal's git worktree: opened only when it is on the goal's branch, or created."""
+"""A goal's git worktree: opened only when it is on the goal's branch, or created; and the
+worktrees git has registered."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
 
 from harness.errors import TrustFailure
 from harness.store.gitrepo import Repo, Worktree, run_git
@@ -31,3 +35,37 @@ def ensure_worktree(repo: Repo, goal_id: str, branch: str, base: str) -> Worktre
     if existing is not None:
         return existing
     return repo.add_worktree(repo.worktree_path(goal_id), branch, base)
+
+
+@dataclass(frozen=True)
+class RegisteredWorktree:
+    """One entry of `git worktree list --porcelain`."""
+
+    path: Path
+    head: str | None
+    branch: str | None  # the full ref (`refs/heads/…`); None on a detached HEAD
+    prunable: str | None  # git's reason ("" when it gives none); None when not prunable
+
+
+def list_worktrees(repo: Repo) -> list[RegisteredWorktree]:
+    """Every worktree git has registered for the repository, the main one first."""
+    listing = run_git(["worktree", "list", "--porcelain"], repo.root).stdout
+    return parse_worktrees(listing.decode("utf-8", "replace"))
+
+
+def parse_worktrees(porcelain: str) -> list[RegisteredWorktree]:
+    """`git worktree list --porcelain`: blocks of `key value` lines, one block per entry."""
+    entries = []
+    for block in porcelain.strip().split("\n\n"):
+        pairs = (line.partition(" ") for line in block.splitlines() if line.strip())
+        fields = {key: value for key, _, value in pairs}
+        if "worktree" in fields:
+            entries.append(
+                RegisteredWorktree(
+                    Path(fields["worktree"]),
+                    fields.get("HEAD"),
+                    fields.get("branch"),
+                    fields.get("prunable"),
+                )
+            )
+    return entries

@@ -15,7 +15,7 @@ import pytest
 
 from harness.cli import cli
 from harness.commands import doctor as doctor_module
-from harness.commands.doctor import doctor, parse_git_version, parse_worktrees
+from harness.commands.doctor import doctor, parse_git_version
 from harness.store.lock import GoalLock
 from tests.managed import SECRET, ManagedRepo, git
 
@@ -284,22 +284,6 @@ def test_old_git_fails(managed: Any, monkeypatch: pytest.MonkeyPatch) -> None:
 )
 def test_parse_git_version(text: str, version: tuple[int, int] | None) -> None:
     assert parse_git_version(text) == version
-
-
-def test_parse_worktrees() -> None:
-    porcelain = (
-        "worktree /r\nHEAD abc\nbranch refs/heads/main\n\n"
-        "worktree /r/.harness/worktrees/g1\nHEAD def\nbranch refs/heads/harness/g1\n\n"
-        "worktree /r/.harness/worktrees/g2\nHEAD 123\ndetached\nprunable gitdir file points to non-existent location\n"
-    )
-    entries = parse_worktrees(porcelain)
-    assert [e["worktree"] for e in entries] == [
-        "/r",
-        "/r/.harness/worktrees/g1",
-        "/r/.harness/worktrees/g2",
-    ]
-    assert entries[1]["branch"] == "refs/heads/harness/g1"
-    assert "detached" in entries[2] and entries[2]["prunable"].startswith("gitdir file")
 
 
 # --- through the command line (once harness/cli.py wires `harness doctor`) --------------

@@ -67,11 +67,11 @@ def test_check_refuses_an_unknown_remote(clones: Clones) -> None:
 
 def test_push_moves_the_remote_and_the_tracking_ref(clones: Clones) -> None:
     first = _commit(clones.a, "one")
-    assert clones.a.push(BRANCH) is True
+    assert clones.a.push(BRANCH).ok is True
     assert clones.remote_head() == first
     assert clones.a.repo.rev_parse(clones.a.tracking(BRANCH)) == first
     second = _commit(clones.a, "two")
-    assert clones.a.push(BRANCH) is True
+    assert clones.a.push(BRANCH).ok is True
     assert clones.remote_head() == second
 
 
@@ -85,7 +85,7 @@ def test_push_that_is_not_a_fast_forward_is_refused(clones: Clones, shape: str) 
     clones.a.push(BRANCH)
     if shape == "diverged":
         _commit(clones.b, "b's own")
-    assert clones.b.push(BRANCH) is False
+    assert clones.b.push(BRANCH).ok is False
     assert clones.remote_head() == ahead
     assert clones.b.repo.rev_parse(clones.b.tracking(BRANCH)) == first  # not moved
 

@@ -1,14 +1,23 @@
-"""open_worktree and ensure_worktree: a goal's worktree is used only on the goal's branch."""
+"""open_worktree, ensure_worktree and list_worktrees: a goal's worktree is used only on its branch."""
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
 from harness.errors import TrustFailure
 from harness.store.gitrepo import Repo, Worktree
-from harness.store.worktree import ensure_worktree, open_worktree
+from harness.store.worktree import (
+    RegisteredWorktree,
+    ensure_worktree,
+    list_worktrees,
+    open_worktree,
+    parse_worktrees,
+)
 from tests.managed import ManagedRepo, git
 
 BRANCH = "harness/g1"
@@ -62,3 +71,61 @@ def test_worktree_on_another_branch_is_refused(repo: Repo, move: list[str], show
         with pytest.raises(TrustFailure) as caught:
             call(repo, "g1", BRANCH)
         assert str(caught.value) == message
+
+
+# ---- listing worktrees (what doctor reports) ----
+
+
+def run_git(cwd: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", *args], cwd=cwd, check=True, capture_output=True, text=True
+    ).stdout.strip()
+
+
+def test_parse_worktrees() -> None:
+    porcelain = (
+        "worktree /r\nHEAD abc\nbranch refs/heads/main\n\n"
+        "worktree /r/.harness/worktrees/g1\nHEAD def\nbranch refs/heads/harness/g1\n\n"
+        "worktree /r/.harness/worktrees/g2\nHEAD 123\ndetached\n"
+        "prunable gitdir file points to non-existent location\n\n"
+        "worktree /r/with space\nHEAD 456\ndetached\nprunable\n"
+    )
+    assert parse_worktrees(porcelain) == [
+        RegisteredWorktree(Path("/r"), "abc", "refs/heads/main", None),
+        RegisteredWorktree(Path("/r/.harness/worktrees/g1"), "def", "refs/heads/harness/g1", None),
+        RegisteredWorktree(
+            Path("/r/.harness/worktrees/g2"),
+            "123",
+            None,
+            "gitdir file points to non-existent location",
+        ),
+        RegisteredWorktree(Path("/r/with space"), "456", None, ""),
+    ]
+
+
+def test_parse_worktrees_of_nothing() -> None:
+    assert parse_worktrees("") == []
+
+
+def test_list_worktrees_of_a_real_repository(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    root.mkdir()
+    run_git(root, "init", "-q", "-b", "main")
+    run_git(root, "-c", "user.name=T", "-c", "user.email=t@example.com", "commit", "-q",
+        "--allow-empty", "-m", "one")  # fmt: skip
+    head = run_git(root, "rev-parse", "HEAD")
+    on_branch, detached, gone = (root / ".harness" / "worktrees" / n for n in ("g1", "g2", "g3"))
+    run_git(root, "worktree", "add", "-q", "-b", "harness/g1", str(on_branch))
+    run_git(root, "worktree", "add", "-q", "--detach", str(detached))
+    run_git(root, "worktree", "add", "-q", "-b", "harness/g3", str(gone))
+    shutil.rmtree(gone)
+
+    found = list_worktrees(Repo.discover(root))
+
+    assert [(wt.path, wt.head, wt.branch) for wt in found] == [
+        (root, head, "refs/heads/main"),
+        (on_branch, head, "refs/heads/harness/g1"),
+        (detached, head, None),
+        (gone, head, "refs/heads/harness/g3"),
+    ]
+    assert [wt.prunable is not None for wt in found] == [False, False, False, True]
