@@ -14,9 +14,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import git
+from harness.store.gitrepo import GitError, environ_without_secrets, start_git
 
-from harness.store.gitrepo import GitError, start_git
+# Importing GitPython runs `git version` with os.environ as it is, secret included.
+with environ_without_secrets():
+    import git
 
 # GitPython logs a warning when a rejected push also wrote to stderr; with no handler of
 # ours, Python's last-resort handler would print it among the harness's own output.

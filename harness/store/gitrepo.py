@@ -13,7 +13,7 @@ import contextlib
 import os
 import re
 import subprocess
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -88,6 +88,19 @@ def start_git(args: Sequence[str], cwd: Path, *, text: bool = False) -> subproce
         encoding="utf-8" if text else None,
         errors="replace" if text else None,
     )
+
+
+@contextlib.contextmanager
+def environ_without_secrets() -> Iterator[None]:
+    """os.environ without the variables no git process may see, for code that starts git
+    from os.environ itself (importing GitPython runs `git version`); put back after."""
+    held = {
+        name: os.environ.pop(name) for name in (*GIT_LOCATING, *_NEVER_TO_GIT) if name in os.environ
+    }
+    try:
+        yield
+    finally:
+        os.environ.update(held)
 
 
 def git_text(args: Sequence[str], cwd: Path) -> str:

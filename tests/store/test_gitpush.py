@@ -120,3 +120,25 @@ def test_gitpython_is_imported_only_to_push() -> None:
     code = f"import sys; import {', '.join(modules)}; print('git' in sys.modules)"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert proc.stdout.strip() == "False"
+
+
+def test_importing_gitpython_runs_no_git_with_the_secret(tmp_path: Path) -> None:
+    """GitPython runs `git version` when imported, from os.environ as it is."""
+    log = tmp_path / "git-env.log"
+    wrapper = tmp_path / "bin" / "git"
+    wrapper.parent.mkdir()
+    real = subprocess.run(["which", "git"], capture_output=True, text=True, check=True)
+    wrapper.write_text(f'#!/bin/sh\nenv >> "{log}"\nexec {real.stdout.strip()} "$@"\n')
+    wrapper.chmod(0o755)
+    code = "import harness.store.gitpush, os; assert os.environ['HARNESS_SECRET'] == 's' * 40"
+    env = {
+        "PATH": f"{wrapper.parent}:/usr/bin:/bin",
+        "HARNESS_SECRET": "s" * 40,
+        "HARNESS_KEY_PASSPHRASE": "pass-phrase",
+        "GIT_DIR": str(tmp_path),
+    }
+    subprocess.run([sys.executable, "-c", code], env=env, check=True)
+    seen = log.read_text()
+    assert "PATH=" in seen  # the wrapper ran: GitPython did start git
+    for name in ("HARNESS_SECRET", "HARNESS_KEY_PASSPHRASE", "GIT_DIR"):
+        assert f"{name}=" not in seen
