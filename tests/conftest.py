@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 # Fixed identities and dates, set before harness (and git) ever runs in this process.
 os.environ.update(
@@ -22,19 +25,19 @@ for _name in ("HARNESS_SECRET", "HARNESS_SECRET_FILE", "HARNESS_FAILPOINT"):
 import pytest  # noqa: E402
 
 from tests.eventdata import ledger_problems  # noqa: E402
-from tests.managed import ManagedRepo, make_key  # noqa: E402
+from tests.managed import Key, ManagedFactory, ManagedRepo, make_key  # noqa: E402
 
 
 @pytest.fixture
-def owner_key(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+def owner_key(tmp_path_factory: pytest.TempPathFactory) -> Key:
     return make_key(tmp_path_factory.mktemp("keys"), "owner")
 
 
 @pytest.fixture
-def managed(tmp_path, owner_key):  # type: ignore[no-untyped-def]
+def managed(tmp_path: Path, owner_key: Key) -> Iterator[ManagedFactory]:
     """A factory: managed(goal=..., files=...) -> an approved, committed ManagedRepo."""
 
-    def factory(**kwargs):  # type: ignore[no-untyped-def]
+    def factory(**kwargs: Any) -> ManagedRepo:
         return ManagedRepo.create(tmp_path / "repo", owner_key, **kwargs)
 
     yield factory

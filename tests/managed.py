@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import yaml
 
@@ -238,6 +238,19 @@ class ManagedRepo:
         )
         git(self.root, "add", "-A")
         git(self.root, "commit", "-q", "-m", "edit goal")
+
+
+class ManagedFactory(Protocol):
+    """The `managed` fixture: managed(goal=..., files=...) -> an approved, committed repo."""
+
+    def __call__(
+        self,
+        *,
+        goal: dict[str, Any] | None = None,
+        mode: str = "fix-on-2",
+        files: dict[str, str] | None = None,
+        approve: bool = True,
+    ) -> ManagedRepo: ...
 
 
 def keygen_verifies(repo: ManagedRepo, record: str, folder: Path) -> str:

@@ -5,19 +5,22 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
+import click
 import pytest
 from click.testing import CliRunner
 
 from harness.cli import cli
+from tests.managed import Key
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _commands(group=cli, prefix=()):
+def _commands(group: click.Group = cli, prefix: tuple[str, ...] = ()) -> Iterator[tuple[str, ...]]:
     for name, command in sorted(group.commands.items()):
-        if hasattr(command, "commands"):
+        if isinstance(command, click.Group):
             yield from _commands(command, (*prefix, name))
         else:
             yield (*prefix, name)
@@ -27,14 +30,14 @@ COMMANDS = list(_commands())
 
 
 @pytest.mark.parametrize("words", COMMANDS, ids=[" ".join(c) for c in COMMANDS])
-def test_every_command_has_help_with_an_example(words):
+def test_every_command_has_help_with_an_example(words: tuple[str, ...]) -> None:
     result = CliRunner().invoke(cli, [*words, "--help"])
     assert result.exit_code == 0, result.output
     assert "Example:" in result.output
 
 
 @pytest.mark.parametrize("words", COMMANDS, ids=[" ".join(c) for c in COMMANDS])
-def test_every_command_appears_in_the_docs(words):
+def test_every_command_appears_in_the_docs(words: tuple[str, ...]) -> None:
     docs = (ROOT / "docs" / "specs" / "cli.md").read_text()
     assert re.search(rf"`harness {' '.join(words)}\b", docs), (
         f"harness {' '.join(words)} is not in docs/specs/cli.md"
@@ -42,10 +45,10 @@ def test_every_command_appears_in_the_docs(words):
 
 
 @pytest.mark.parametrize("agent", ["claude", "codex", "aider", "script"])
-def test_new_templates_pass_check(tmp_path, agent, owner_key):
+def test_new_templates_pass_check(tmp_path: Path, agent: str, owner_key: Key) -> None:
     subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
 
-    def harness(*args):
+    def harness(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
             [sys.executable, "-m", "harness", *args], cwd=tmp_path, capture_output=True, text=True
         )
@@ -59,12 +62,12 @@ def test_new_templates_pass_check(tmp_path, agent, owner_key):
     assert harness("new", "g1").returncode == 2
 
 
-def test_unknown_command_and_bad_option_are_usage_errors():
+def test_unknown_command_and_bad_option_are_usage_errors() -> None:
     assert CliRunner().invoke(cli, ["frobnicate"]).exit_code == 2
     assert CliRunner().invoke(cli, ["run", "--max-steps", "zero"]).exit_code == 2
 
 
-def test_invalid_goal_id_is_exit_2_and_creates_nothing(tmp_path):
+def test_invalid_goal_id_is_exit_2_and_creates_nothing(tmp_path: Path) -> None:
     subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
     for bad in ("../x", "a/b", "UPPER", "-x", "a" * 64):
         proc = subprocess.run(

@@ -26,7 +26,7 @@ def harness(*args: str, secret: bool = True) -> subprocess.CompletedProcess[str]
     )
 
 
-def test_example_goals_pass_check():
+def test_example_goals_pass_check() -> None:
     proc = harness("check", secret=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     kinds = {p.stem for p in (ROOT / "goals").glob("example-*.yaml")}
@@ -34,20 +34,20 @@ def test_example_goals_pass_check():
     assert proc.stdout.strip().endswith(f"ok: {len(kinds) + 1} goal(s), 1 owner key(s)")
 
 
-def test_example_ledger_verifies():
+def test_example_ledger_verifies() -> None:
     proc = harness("verify", GOAL_ID)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.startswith(f"ok {GOAL_ID}: 10 events")
     assert "status parked_at_eyes" in proc.stdout
 
 
-def test_example_report_is_the_replay():
+def test_example_report_is_the_replay() -> None:
     replay = harness("replay", GOAL_ID, "--format", "md")
     assert replay.returncode == 0, replay.stderr
     assert replay.stdout == (ROOT / "ledger" / GOAL_ID / "report.md").read_text()
 
 
-def test_example_ledger_refuses_another_secret():
+def test_example_ledger_refuses_another_secret() -> None:
     env_secret = "not-the-demo-secret-0123456789abcdef0123456789"
     env = {k: v for k, v in os.environ.items() if not k.startswith("HARNESS_")}
     proc = subprocess.run(

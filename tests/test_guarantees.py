@@ -8,10 +8,10 @@ import time
 
 from harness.record.cell import Spend, cell_bytes, parse_cell, read_cell
 from harness.trust.secret import Secret
-from tests.managed import SECRET, alive, base_goal, git, wait_for
+from tests.managed import SECRET, ManagedFactory, alive, base_goal, git, wait_for
 
 
-def test_g1_resume_after_kill(managed):
+def test_g1_resume_after_kill(managed: ManagedFactory) -> None:
     """kill -9 during a build: the next run continues the same iteration; nothing finished reruns."""
     repo = managed(goal=base_goal() | {"ship": {"run": ["sh", "-c", "touch SHIPPED"]}})
     proc, _ = repo.start_hanging_run()
@@ -25,7 +25,7 @@ def test_g1_resume_after_kill(managed):
     assert repo.status()["gate"] == "ship"
 
 
-def test_g1_finished_step_is_never_run_again(managed):
+def test_g1_finished_step_is_never_run_again(managed: ManagedFactory) -> None:
     """Killed right after the build's finish is appended (before the cell or a commit)."""
     repo = managed()
     repo.harness("run", env=repo.env | {"HARNESS_FAILPOINT": "after_append@3"}, check=-9)
@@ -36,7 +36,7 @@ def test_g1_finished_step_is_never_run_again(managed):
     assert repo.status()["status"] == "completed"
 
 
-def test_g2_budget_is_cumulative_across_restarts(managed):
+def test_g2_budget_is_cumulative_across_restarts(managed: ManagedFactory) -> None:
     """N fresh processes, with kills between them, spend one budget of two builds."""
     repo = managed(goal=base_goal() | {"budget": {"max_iterations": 2}}, mode="never")
     repo.harness("run", env=repo.env | {"HARNESS_FAILPOINT": "in_judge"}, check=-9)
@@ -50,7 +50,7 @@ def test_g2_budget_is_cumulative_across_restarts(managed):
     assert row["budget_used"]["iterations"] == 2
 
 
-def test_g2_untrustworthy_budget_refuses_to_run(managed):
+def test_g2_untrustworthy_budget_refuses_to_run(managed: ManagedFactory) -> None:
     repo = managed(mode="never")
     repo.harness("run", "--max-steps", "1", check=0)
     key = Secret(SECRET.encode()).goal_key("g1")
@@ -75,7 +75,7 @@ def test_g2_untrustworthy_budget_refuses_to_run(managed):
     assert repo.count("build") == ["1"]
 
 
-def test_g3_stuck_goal_halts_visibly(managed):
+def test_g3_stuck_goal_halts_visibly(managed: ManagedFactory) -> None:
     repo = managed(mode="nothing")
     repo.harness("run", check=0)
     row = repo.status()
@@ -86,7 +86,7 @@ def test_g3_stuck_goal_halts_visibly(managed):
     assert git(repo.worktree, "rev-parse", "HEAD") == head
 
 
-def test_g4_never_ships_on_its_own(managed):
+def test_g4_never_ships_on_its_own(managed: ManagedFactory) -> None:
     repo = managed(
         goal=base_goal() | {"ship": {"run": ["sh", "-c", "touch SHIPPED"]}}, mode="fix-on-1"
     )
@@ -98,7 +98,7 @@ def test_g4_never_ships_on_its_own(managed):
     assert "ship[" not in repo.harness("replay", "g1", check=0).stdout
 
 
-def test_g5_only_an_owner_approved_goal_runs(managed):
+def test_g5_only_an_owner_approved_goal_runs(managed: ManagedFactory) -> None:
     repo = managed(approve=False)
     assert "not approved" in repo.harness("run", check=3).stderr
     repo.harness("approve", "g1", "--key", str(repo.key.private), check=0)
@@ -109,7 +109,7 @@ def test_g5_only_an_owner_approved_goal_runs(managed):
     assert repo.count("build") == []
 
 
-def test_g5_withdrawn_approval_stops_a_started_goal(managed):
+def test_g5_withdrawn_approval_stops_a_started_goal(managed: ManagedFactory) -> None:
     repo = managed(mode="never")
     repo.harness("run", "--max-steps", "1", check=0)
     git(repo.root, "rm", "-q", "goals/g1.approval")
@@ -118,7 +118,7 @@ def test_g5_withdrawn_approval_stops_a_started_goal(managed):
     assert repo.count("build") == ["1"] and repo.count("judge") == []
 
 
-def test_g6_record_replays_byte_identical_and_tampering_is_found(managed):
+def test_g6_record_replays_byte_identical_and_tampering_is_found(managed: ManagedFactory) -> None:
     repo = managed()
     live = repo.harness("run", check=0).stdout
     assert live and live == repo.harness("replay", "g1", "--format", "text", check=0).stdout
@@ -131,7 +131,7 @@ def test_g6_record_replays_byte_identical_and_tampering_is_found(managed):
     assert hashlib.sha256(data).hexdigest() != hashlib.sha256(segment.read_bytes()).hexdigest()
 
 
-def test_g1_sigterm_during_build_ends_the_agent_and_pauses(managed):
+def test_g1_sigterm_during_build_ends_the_agent_and_pauses(managed: ManagedFactory) -> None:
     repo = managed()
     proc, agent_pid = repo.start_hanging_run()
     started = time.monotonic()
@@ -149,7 +149,7 @@ def test_g1_sigterm_during_build_ends_the_agent_and_pauses(managed):
     assert "interrupted by SIGTERM" in repo.harness("replay", "g1", check=0).stdout
 
 
-def test_g1_kill_9_leaves_no_agent_behind(managed):
+def test_g1_kill_9_leaves_no_agent_behind(managed: ManagedFactory) -> None:
     repo = managed()
     proc, agent_pid = repo.start_hanging_run()
     proc.send_signal(signal.SIGKILL)

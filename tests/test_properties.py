@@ -6,12 +6,14 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from harness.errors import TrustFailure
 from harness.record.cell import Cell, Spend, cell_bytes, parse_cell
 from harness.record.ledger import Ledger
+from tests.managed import ManagedFactory
 
 KEY = b"p" * 32
 VALID_CELL = cell_bytes(Cell(goal="g1", status="running", limit=Spend(3, 60, 1.0, 9, 9)), KEY)
@@ -27,7 +29,7 @@ def _mutate(data: bytes, edits: list[tuple[int, int]]) -> bytes:
 
 @settings(max_examples=300, deadline=None)
 @given(st.binary(max_size=2000))
-def test_random_bytes_as_a_cell_are_refused(data):
+def test_random_bytes_as_a_cell_are_refused(data: bytes) -> None:
     try:
         parse_cell(data, "state.json", "g1", KEY)
     except TrustFailure as exc:
@@ -38,7 +40,7 @@ def test_random_bytes_as_a_cell_are_refused(data):
 
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 10_000), st.integers(0, 255)), min_size=1, max_size=4))
-def test_mutated_cells_are_refused_unless_unchanged(edits):
+def test_mutated_cells_are_refused_unless_unchanged(edits: list[tuple[int, int]]) -> None:
     data = _mutate(VALID_CELL, edits)
     try:
         parse_cell(data, "state.json", "g1", KEY)
@@ -62,7 +64,9 @@ def _same_json(data: bytes) -> bool:
 @given(
     edits=st.lists(st.tuples(st.integers(0, 100_000), st.integers(0, 255)), min_size=1, max_size=3)
 )
-def test_mutated_ledger_lines_are_refused_or_cut(tmp_path_factory, edits):
+def test_mutated_ledger_lines_are_refused_or_cut(
+    tmp_path_factory: pytest.TempPathFactory, edits: list[tuple[int, int]]
+) -> None:
     folder = tmp_path_factory.mktemp("ledger") / "events"
     ledger = Ledger(folder, "g1", KEY)
     ledger.load()
@@ -84,7 +88,9 @@ def test_mutated_ledger_lines_are_refused_or_cut(tmp_path_factory, edits):
 
 @settings(max_examples=25, deadline=None)
 @given(st.binary(min_size=1, max_size=400))
-def test_random_goal_file_through_the_cli_is_exit_2(tmp_path_factory, data):
+def test_random_goal_file_through_the_cli_is_exit_2(
+    tmp_path_factory: pytest.TempPathFactory, data: bytes
+) -> None:
     root = tmp_path_factory.mktemp("repo")
     subprocess.run(["git", "init", "-q", str(root)], check=True)
     (root / "goals").mkdir()
@@ -97,7 +103,7 @@ def test_random_goal_file_through_the_cli_is_exit_2(tmp_path_factory, data):
     assert "goals/g1.yaml" in proc.stdout
 
 
-def test_named_bad_goals_are_exit_2_through_run(managed):
+def test_named_bad_goals_are_exit_2_through_run(managed: ManagedFactory) -> None:
     from tests.managed import base_goal
 
     cases = {

@@ -14,8 +14,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import check_jsonschema
-import jsonschema
+# Neither ships type information; harness/model/yamlutil.py skips jsonschema the same way.
+import check_jsonschema  # type: ignore[import-untyped]
+import jsonschema  # type: ignore[import-untyped]
 import pytest
 
 from harness.cli import cli
@@ -30,7 +31,7 @@ from harness.commands.ci import (
 )
 from harness.errors import InvalidInput
 from harness.model.yamlutil import load_yaml
-from tests.managed import SECRET, ManagedRepo, git
+from tests.managed import SECRET, ManagedFactory, ManagedRepo, git
 
 WORKFLOW_SCHEMA = (
     Path(check_jsonschema.__file__).parent / "builtin_schemas" / "vendor" / "github-workflows.json"
@@ -178,7 +179,7 @@ def test_fetch_step_leaves_an_existing_goal_branch_alone(repo: Path, tmp_path: P
     assert git(clone, "rev-parse", "refs/heads/harness/g1") == ahead
 
 
-def test_workflow_steps_run_a_goal_and_push_it(managed: Any, tmp_path: Path) -> None:
+def test_workflow_steps_run_a_goal_and_push_it(managed: ManagedFactory, tmp_path: Path) -> None:
     """Fetch, run and summary steps as GitHub would run them, in a fresh clone."""
     repo: ManagedRepo = managed(mode="fix-on-1")
     ci_github(repo.root, io.StringIO(), force=False)
@@ -197,7 +198,7 @@ def test_workflow_steps_run_a_goal_and_push_it(managed: Any, tmp_path: Path) -> 
     assert "g1 completed step=- iteration=1" in summary.read_text()
 
 
-def test_summary_step_writes_status_and_reports(managed: Any, tmp_path: Path) -> None:
+def test_summary_step_writes_status_and_reports(managed: ManagedFactory, tmp_path: Path) -> None:
     repo: ManagedRepo = managed(mode="fix-on-1")
     repo.harness("run", check=0)
     ci_github(repo.root, io.StringIO(), force=False)
@@ -214,7 +215,7 @@ def test_summary_step_writes_status_and_reports(managed: Any, tmp_path: Path) ->
     assert "# Goal `g1`" in text and "| status | completed |" in text
 
 
-def test_summary_step_survives_a_failing_harness(managed: Any, tmp_path: Path) -> None:
+def test_summary_step_survives_a_failing_harness(managed: ManagedFactory, tmp_path: Path) -> None:
     repo: ManagedRepo = managed(mode="fix-on-1")
     repo.harness("run", check=0)
     ci_github(repo.root, io.StringIO(), force=False)
@@ -295,7 +296,7 @@ def test_cron_uses_the_default_secret_file(repo: Path, tmp_path: Path) -> None:
     assert "# note: " in text and "does not exist yet: run `harness secret new`" in text
 
 
-def test_cron_line_really_runs_the_goals(managed: Any, tmp_path: Path) -> None:
+def test_cron_line_really_runs_the_goals(managed: ManagedFactory, tmp_path: Path) -> None:
     repo: ManagedRepo = managed(mode="fix-on-1")
     secret_file = tmp_path / "secret"
     secret_file.write_text(SECRET + "\n")
@@ -458,7 +459,7 @@ needs_wiring = pytest.mark.skipif(
 
 
 @needs_wiring
-def test_cli_ci_github_then_refusal(managed: Any) -> None:
+def test_cli_ci_github_then_refusal(managed: ManagedFactory) -> None:
     repo: ManagedRepo = managed()
     first = repo.harness("ci", "github", check=0)
     assert f"wrote {WORKFLOW_PATH}" in first.stdout
@@ -468,7 +469,7 @@ def test_cli_ci_github_then_refusal(managed: Any) -> None:
 
 
 @needs_wiring
-def test_cli_ci_cron_and_systemd(managed: Any, tmp_path: Path) -> None:
+def test_cli_ci_cron_and_systemd(managed: ManagedFactory, tmp_path: Path) -> None:
     repo: ManagedRepo = managed()
     cron = repo.harness("ci", "cron", "--every", "15", check=0)
     assert len(_cron_entries(cron.stdout)) == 1

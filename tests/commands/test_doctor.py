@@ -16,8 +16,9 @@ import pytest
 from harness.cli import cli
 from harness.commands import doctor as doctor_module
 from harness.commands.doctor import doctor, parse_git_version
+from harness.store.gitrepo import run_git
 from harness.store.lock import GoalLock
-from tests.managed import SECRET, ManagedRepo, git
+from tests.managed import SECRET, ManagedFactory, ManagedRepo, git
 
 
 def _doctor(root: Path, env: dict[str, str], as_json: bool = False) -> tuple[int, str]:
@@ -43,7 +44,7 @@ def _without_secret(env: dict[str, str], tmp_path: Path) -> dict[str, str]:
     return env
 
 
-def test_healthy_repository_passes(managed: Any) -> None:
+def test_healthy_repository_passes(managed: ManagedFactory) -> None:
     repo: ManagedRepo = managed()
     code, text = _doctor(repo.root, repo.env)
     assert code == 0, text
@@ -56,7 +57,7 @@ def test_healthy_repository_passes(managed: Any) -> None:
     assert text.splitlines()[-1].endswith(" 0 fail")
 
 
-def test_healthy_after_a_run(managed: Any) -> None:
+def test_healthy_after_a_run(managed: ManagedFactory) -> None:
     repo: ManagedRepo = managed(mode="fix-on-1")
     repo.harness("run", check=0)
     code, text = _doctor(repo.root, repo.env)
@@ -66,7 +67,9 @@ def test_healthy_after_a_run(managed: Any) -> None:
     assert "ok locks: 1 lock file(s), none held" in text
 
 
-def test_missing_secret_is_a_trust_failure_with_its_fix(managed: Any, tmp_path: Path) -> None:
+def test_missing_secret_is_a_trust_failure_with_its_fix(
+    managed: ManagedFactory, tmp_path: Path
+) -> None:
     repo: ManagedRepo = managed()
     code, text = _doctor(repo.root, _without_secret(repo.env, tmp_path))
     assert code == 3
@@ -76,7 +79,7 @@ def test_missing_secret_is_a_trust_failure_with_its_fix(managed: Any, tmp_path: 
     assert "records" not in text  # cannot be checked without a secret
 
 
-def test_short_secret_is_reported_without_its_value(managed: Any) -> None:
+def test_short_secret_is_reported_without_its_value(managed: ManagedFactory) -> None:
     repo: ManagedRepo = managed()
     short = "tiny-secret-value"
     code, text = _doctor(repo.root, {**repo.env, "HARNESS_SECRET": short})
@@ -86,7 +89,7 @@ def test_short_secret_is_reported_without_its_value(managed: Any) -> None:
     assert short not in text
 
 
-def test_malformed_owners_names_the_line_and_the_fix(managed: Any) -> None:
+def test_malformed_owners_names_the_line_and_the_fix(managed: ManagedFactory) -> None:
     repo: ManagedRepo = managed()
     owners = repo.root / ".harness" / "owners"
     owners.write_text(owners.read_text() + "mallory ssh-rsa AAAAB3NzaC1yc2E\n")
@@ -106,7 +109,7 @@ def test_malformed_owners_names_the_line_and_the_fix(managed: Any) -> None:
     )
 
 
-def test_missing_and_empty_owners(managed: Any) -> None:
+def test_missing_and_empty_owners(managed: ManagedFactory) -> None:
     repo: ManagedRepo = managed()
     owners = repo.root / ".harness" / "owners"
     owners.write_text("# nobody yet\n")
@@ -120,7 +123,7 @@ def test_missing_and_empty_owners(managed: Any) -> None:
     assert "harness init --owner" in _fix_after(text, line)
 
 
-def test_unapproved_goal_is_a_warning(managed: Any) -> None:
+def test_unapproved_goal_is_a_warning(managed: ManagedFactory) -> None:
     repo: ManagedRepo = managed(approve=False)
     code, text = _doctor(repo.root, repo.env)
     assert code == 0
@@ -129,7 +132,7 @@ def test_unapproved_goal_is_a_warning(managed: Any) -> None:
     assert "`harness approve g1 --key" in _fix_after(text, line)
 
 
-def test_goal_edited_after_approval_fails_as_trust(managed: Any) -> None:
+def test_goal_edited_after_approval_fails_as_trust(managed: ManagedFactory) -> None:
     repo: ManagedRepo = managed()
     goal = repo.root / "goals" / "g1.yaml"
     goal.write_text(goal.read_text().replace("max_iterations: 3", "max_iterations: 4"))
@@ -140,7 +143,7 @@ def test_goal_edited_after_approval_fails_as_trust(managed: Any) -> None:
     assert "goals/g1.yaml (modified)" in text
 
 
-def test_invalid_goal_names_the_key(managed: Any) -> None:
+def test_invalid_goal_names_the_key(managed: ManagedFactory) -> None:
     repo: ManagedRepo = managed()
     goal = repo.root / "goals" / "g1.yaml"
     goal.write_text(goal.read_text() + "colour: blue\n")
@@ -150,7 +153,7 @@ def test_invalid_goal_names_the_key(managed: Any) -> None:
     assert "goals/g1.yaml" in line and "colour" in line
 
 
-def test_wrong_secret_fails_the_records_check(managed: Any) -> None:
+def test_wrong_secret_fails_the_records_check(managed: ManagedFactory) -> None:
     repo: ManagedRepo = managed(mode="fix-on-1")
     repo.harness("run", check=0)
     other = "another-secret-0123456789abcdef0123456789"
@@ -161,7 +164,7 @@ def test_wrong_secret_fails_the_records_check(managed: Any) -> None:
     assert other not in text and SECRET not in text
 
 
-def test_the_secret_never_appears(managed: Any, tmp_path: Path) -> None:
+def test_the_secret_never_appears(managed: ManagedFactory, tmp_path: Path) -> None:
     repo: ManagedRepo = managed(mode="fix-on-1")
     repo.harness("run", check=0)
     secret_file = tmp_path / "secret"
@@ -176,7 +179,9 @@ def test_the_secret_never_appears(managed: Any, tmp_path: Path) -> None:
             assert SECRET.encode().hex() not in text
 
 
-def test_secret_file_readable_by_others_is_a_warning(managed: Any, tmp_path: Path) -> None:
+def test_secret_file_readable_by_others_is_a_warning(
+    managed: ManagedFactory, tmp_path: Path
+) -> None:
     repo: ManagedRepo = managed()
     secret_file = tmp_path / "secret"
     secret_file.write_text(SECRET + "\n")
@@ -194,7 +199,7 @@ def test_secret_file_readable_by_others_is_a_warning(managed: Any, tmp_path: Pat
     assert f"ok secret-file: {secret_file} (mode 0600)" in text
 
 
-def test_worktree_on_another_branch_fails(managed: Any) -> None:
+def test_worktree_on_another_branch_fails(managed: ManagedFactory) -> None:
     repo: ManagedRepo = managed(mode="fix-on-1")
     repo.harness("run", check=0)
     git(repo.worktree, "switch", "-q", "-c", "elsewhere")
@@ -205,7 +210,7 @@ def test_worktree_on_another_branch_fails(managed: Any) -> None:
     assert "git worktree remove" in _fix_after(text, line)
 
 
-def test_stale_worktree_entry_and_stray_folder_are_warnings(managed: Any) -> None:
+def test_stale_worktree_entry_and_stray_folder_are_warnings(managed: ManagedFactory) -> None:
     repo: ManagedRepo = managed(mode="fix-on-1")
     repo.harness("run", check=0)
     shutil.rmtree(repo.worktree)
@@ -219,7 +224,7 @@ def test_stale_worktree_entry_and_stray_folder_are_warnings(managed: Any) -> Non
     assert "`git worktree prune`" in _fix_after(text, line)
 
 
-def test_held_lock_is_reported_with_its_pid(managed: Any) -> None:
+def test_held_lock_is_reported_with_its_pid(managed: ManagedFactory) -> None:
     repo: ManagedRepo = managed()
     with GoalLock(repo.root / ".git" / "harness" / "locks", "g1"):
         code, text = _doctor(repo.root, repo.env)
@@ -245,7 +250,7 @@ def test_repository_without_commits(tmp_path: Path) -> None:
     assert f"fail repository: {tmp_path} has no commits yet" in text
 
 
-def test_json_is_one_list_of_findings(managed: Any, tmp_path: Path) -> None:
+def test_json_is_one_list_of_findings(managed: ManagedFactory, tmp_path: Path) -> None:
     repo: ManagedRepo = managed()
     code, text = _doctor(repo.root, _without_secret(repo.env, tmp_path), as_json=True)
     assert code == 3
@@ -256,10 +261,10 @@ def test_json_is_one_list_of_findings(managed: Any, tmp_path: Path) -> None:
     assert all(f["fix"] is None for f in findings if f["status"] == "ok")
 
 
-def test_old_git_fails(managed: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_old_git_fails(managed: ManagedFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     # An old git cannot be installed for a test; only its version line is replaced.
     repo: ManagedRepo = managed()
-    real = doctor_module.run_git
+    real = run_git
 
     def old_git(args: list[str], cwd: Path, **kw: Any) -> subprocess.CompletedProcess[bytes]:
         if args == ["--version"]:
@@ -295,7 +300,7 @@ needs_wiring = pytest.mark.skipif(
 
 
 @needs_wiring
-def test_cli_doctor_exit_codes(managed: Any, tmp_path: Path) -> None:
+def test_cli_doctor_exit_codes(managed: ManagedFactory, tmp_path: Path) -> None:
     repo: ManagedRepo = managed()
     healthy = repo.harness("doctor", check=0)
     assert "ok goal g1: valid and approved" in healthy.stdout

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from tests.managed import base_goal
+from tests.managed import ManagedFactory, base_goal
 
 FAKE_CLAUDE = r"""
 import json, os, sys
@@ -29,7 +29,12 @@ print(json.dumps({"type": "result", "subtype": "success", "is_error": False,
         ([[0.30, "s1"], [0.75, "s1"]], 0.75, 6),  # the same session resumed: its total grows
     ],
 )
-def test_claude_json_totals_become_increases(managed, plan, expected_cost, expected_turns):
+def test_claude_json_totals_become_increases(
+    managed: ManagedFactory,
+    plan: list[list[float | str]],
+    expected_cost: float,
+    expected_turns: int,
+) -> None:
     goal = base_goal() | {
         "build": {"run": [sys.executable, "fake_claude.py"], "format": "claude-json"}
     }
@@ -57,7 +62,7 @@ for event in (
 """
 
 
-def test_codex_tokens_are_priced_from_the_config(managed):
+def test_codex_tokens_are_priced_from_the_config(managed: ManagedFactory) -> None:
     goal = base_goal() | {
         "build": {"run": [sys.executable, "fake_codex.py"], "format": "codex-jsonl"}
     }

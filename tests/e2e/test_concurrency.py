@@ -10,10 +10,10 @@ import time
 
 import yaml
 
-from tests.managed import alive, base_goal, git, wait_for
+from tests.managed import ManagedFactory, alive, base_goal, git, wait_for
 
 
-def test_four_concurrent_runs_run_each_step_once(managed):
+def test_four_concurrent_runs_run_each_step_once(managed: ManagedFactory) -> None:
     repo = managed()
     procs = [repo.spawn("run") for _ in range(4)]
     codes = []
@@ -26,7 +26,7 @@ def test_four_concurrent_runs_run_each_step_once(managed):
     assert repo.count("build") == ["1", "2"] and repo.count("judge") == ["1", "2"]
 
 
-def test_busy_goal_is_reported_and_exit_4_when_all_are_busy(managed):
+def test_busy_goal_is_reported_and_exit_4_when_all_are_busy(managed: ManagedFactory) -> None:
     repo = managed()
     holder, _ = repo.start_hanging_run()
     proc = repo.harness("run", check=4)
@@ -35,7 +35,7 @@ def test_busy_goal_is_reported_and_exit_4_when_all_are_busy(managed):
     holder.communicate(timeout=30)
 
 
-def test_jobs_advances_goals_in_parallel(managed):
+def test_jobs_advances_goals_in_parallel(managed: ManagedFactory) -> None:
     repo = managed()
     for goal_id in ("g2", "g3"):
         goal = base_goal(goal_id)
@@ -54,7 +54,7 @@ def test_jobs_advances_goals_in_parallel(managed):
     assert rows == {"g1": "completed", "g2": "completed", "g3": "completed"}
 
 
-def test_cancel_stops_a_goal_another_process_is_running(managed):
+def test_cancel_stops_a_goal_another_process_is_running(managed: ManagedFactory) -> None:
     repo = managed()
     runner, agent_pid = repo.start_hanging_run()
     started = time.monotonic()
@@ -67,7 +67,7 @@ def test_cancel_stops_a_goal_another_process_is_running(managed):
     assert repo.count("build") == ["1"] and repo.status()["status"] == "cancelled"
 
 
-def test_python_m_harness_and_version():
+def test_python_m_harness_and_version() -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "harness", "--version"], capture_output=True, text=True
     )

@@ -4,10 +4,11 @@ uninterrupted run does, verifies, and never runs a finished step again."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
-from tests.managed import base_goal
+from tests.managed import ManagedFactory, ManagedRepo, base_goal
 
 FAILPOINTS = [
     "after_append",
@@ -24,8 +25,14 @@ GOAL = base_goal() | {
     "review": {"run": ["sh", "-c", "grep -q right value.txt"]},
 }
 
+# What a finished goal looks like: status, gate, iteration, each step.finished as
+# (step, iteration, result), the worktree's files, and every event.
+Outcome = tuple[
+    str, str | None, int, list[tuple[str, int, str | None]], dict[str, bytes], list[dict[str, Any]]
+]
 
-def outcome(repo):
+
+def outcome(repo: ManagedRepo) -> Outcome:
     events = json.loads(repo.harness("replay", "g1", "--format", "json", check=0).stdout)["events"]
     finished = [
         (e["step"], e["iteration"], e["data"].get("result"))
@@ -39,8 +46,8 @@ def outcome(repo):
     return row["status"], row["gate"], row["iteration"], finished, tree, events
 
 
-def assert_no_finished_step_ran_again(events):
-    finished_at = {}
+def assert_no_finished_step_ran_again(events: list[dict[str, Any]]) -> None:
+    finished_at: dict[str, int] = {}
     for e in events:
         cid = e["data"].get("call_id")
         if e["type"] == "step.finished":
@@ -51,7 +58,7 @@ def assert_no_finished_step_ran_again(events):
 
 
 @pytest.fixture(scope="module")
-def baseline(tmp_path_factory):
+def baseline(tmp_path_factory: pytest.TempPathFactory) -> Outcome:
     from tests.managed import ManagedRepo, make_key
 
     base = tmp_path_factory.mktemp("baseline")
@@ -62,7 +69,9 @@ def baseline(tmp_path_factory):
 
 @pytest.mark.parametrize("nth", [1, 2, 4])
 @pytest.mark.parametrize("point", FAILPOINTS)
-def test_killed_at_failpoint_then_resumed(managed, baseline, point, nth):
+def test_killed_at_failpoint_then_resumed(
+    managed: ManagedFactory, baseline: Outcome, point: str, nth: int
+) -> None:
     repo = managed(goal=GOAL)
     first = repo.harness("run", env=repo.env | {"HARNESS_FAILPOINT": f"{point}@{nth}"})
     assert first.returncode in (0, -9), first.stderr

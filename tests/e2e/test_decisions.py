@@ -4,27 +4,28 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
 import pytest
 
-from tests.managed import base_goal, git, keygen_verifies, make_key
+from tests.managed import ManagedFactory, ManagedRepo, base_goal, git, keygen_verifies, make_key
 
 SHIP = {"run": ["sh", "-c", 'echo shipped >> "$TEST_COUNTER_DIR/ship.log"; touch SHIPPED']}
 
 
 @pytest.fixture
-def parked(managed):
+def parked(managed: ManagedFactory) -> ManagedRepo:
     repo = managed(goal=base_goal() | {"ship": SHIP})
     repo.harness("run", check=0)
     assert repo.status()["gate"] == "ship"
     return repo
 
 
-def _approval_records(repo):
+def _approval_records(repo: ManagedRepo) -> list[str]:
     return (repo.root / "goals" / "g1.approval").read_text().split("\n\n")
 
 
-def test_ship_with_owner_key_ships_exactly_once(parked):
+def test_ship_with_owner_key_ships_exactly_once(parked: ManagedRepo) -> None:
     out = parked.harness("ship", "g1", "--key", str(parked.key.private), check=0).stdout
     assert "signed `ship` for g1" in out and "decision ship by owner@example.com" in out
     assert parked.count("ship") == ["shipped"]
@@ -37,7 +38,7 @@ def test_ship_with_owner_key_ships_exactly_once(parked):
     assert parked.count("ship") == ["shipped"]
 
 
-def test_ship_with_non_owner_key_is_refused(parked, tmp_path):
+def test_ship_with_non_owner_key_is_refused(parked: ManagedRepo, tmp_path: Path) -> None:
     before = (parked.root / "goals" / "g1.approval").read_bytes()
     stranger = make_key(tmp_path, "stranger")
     proc = parked.harness("ship", "g1", "--key", str(stranger.private), check=3)
@@ -46,7 +47,9 @@ def test_ship_with_non_owner_key_is_refused(parked, tmp_path):
     assert parked.count("ship") == [] and parked.status()["gate"] == "ship"
 
 
-def test_decision_signed_without_secret_is_honoured_from_the_control_branch(parked):
+def test_decision_signed_without_secret_is_honoured_from_the_control_branch(
+    parked: ManagedRepo,
+) -> None:
     env = {k: v for k, v in parked.env.items() if k != "HARNESS_SECRET"}
     out = parked.harness("ship", "g1", "--key", str(parked.key.private), env=env, check=0).stdout
     assert "next: commit goals/g1.approval" in out
@@ -60,7 +63,9 @@ def test_decision_signed_without_secret_is_honoured_from_the_control_branch(park
     assert parked.count("ship") == ["shipped"]
 
 
-def test_decision_for_an_earlier_state_is_not_honoured(parked, managed):
+def test_decision_for_an_earlier_state_is_not_honoured(
+    parked: ManagedRepo, managed: ManagedFactory
+) -> None:
     env = {k: v for k, v in parked.env.items() if k != "HARNESS_SECRET"}
     parked.harness("ship", "g1", "--key", str(parked.key.private), env=env, check=0)
     statement = _approval_records(parked)[-1]
@@ -75,7 +80,7 @@ def test_decision_for_an_earlier_state_is_not_honoured(parked, managed):
     assert parked.count("ship") == [] and parked.status()["gate"] == "ship"
 
 
-def test_unpark_decisions_verify_with_ssh_keygen(managed, tmp_path):
+def test_unpark_decisions_verify_with_ssh_keygen(managed: ManagedFactory, tmp_path: Path) -> None:
     repo = managed(mode="nothing")
     repo.harness("run", check=0)
     env = {k: v for k, v in repo.env.items() if k != "HARNESS_SECRET"}
@@ -84,14 +89,14 @@ def test_unpark_decisions_verify_with_ssh_keygen(managed, tmp_path):
     assert "decision unpark no_progress\ncommit " in statement
 
 
-def test_ship_decision_verifies_with_ssh_keygen(parked, tmp_path):
+def test_ship_decision_verifies_with_ssh_keygen(parked: ManagedRepo, tmp_path: Path) -> None:
     env = {k: v for k, v in parked.env.items() if k != "HARNESS_SECRET"}
     parked.harness("ship", "g1", "--key", str(parked.key.private), env=env, check=0)
     statement = keygen_verifies(parked, _approval_records(parked)[-1], tmp_path)
     assert "decision ship\ncommit " in statement and "\nledger 10:" in statement
 
 
-def test_cut_off_ship_parks_as_outcome_unknown_and_is_not_retried(parked):
+def test_cut_off_ship_parks_as_outcome_unknown_and_is_not_retried(parked: ManagedRepo) -> None:
     parked.harness(
         "ship",
         "g1",
@@ -110,7 +115,7 @@ def test_cut_off_ship_parks_as_outcome_unknown_and_is_not_retried(parked):
     assert parked.count("ship") == []
 
 
-def test_unpark_no_progress_and_extend_budget(managed):
+def test_unpark_no_progress_and_extend_budget(managed: ManagedFactory) -> None:
     repo = managed(mode="nothing", goal=base_goal() | {"budget": {"max_iterations": 3}})
     repo.harness("run", check=0)
     assert repo.status()["gate"] == "no_progress"
@@ -132,7 +137,9 @@ def test_unpark_no_progress_and_extend_budget(managed):
 @pytest.mark.parametrize(
     ("mode", "path"), [("tamper-owners", ".harness/owners"), ("tamper-goal", "goals/g1.yaml")]
 )
-def test_agent_editing_owners_or_its_goal_is_tamper_and_restored(managed, mode, path):
+def test_agent_editing_owners_or_its_goal_is_tamper_and_restored(
+    managed: ManagedFactory, mode: str, path: str
+) -> None:
     repo = managed(mode=mode)
     original = (repo.root / path).read_bytes()
     repo.harness("run", check=0)
@@ -144,7 +151,7 @@ def test_agent_editing_owners_or_its_goal_is_tamper_and_restored(managed, mode, 
     assert repo.count("judge") == []
 
 
-def test_agent_sees_no_secret_or_agent_sockets(managed):
+def test_agent_sees_no_secret_or_agent_sockets(managed: ManagedFactory) -> None:
     repo = managed(mode="env-dump")
     env = repo.env | {
         "HARNESS_SECRET_FILE": "/nonexistent",
@@ -165,7 +172,7 @@ def test_agent_sees_no_secret_or_agent_sockets(managed):
     assert seen["HARNESS_GOAL"] == "g1" and "TEST_COUNTER_DIR" in seen
 
 
-def test_owners_rotation_needs_a_pinned_owner(managed, tmp_path):
+def test_owners_rotation_needs_a_pinned_owner(managed: ManagedFactory, tmp_path: Path) -> None:
     repo = managed(mode="never", goal=base_goal() | {"budget": {"max_iterations": 5}})
     repo.harness("run", "--max-steps", "1", check=0)
     newcomer = make_key(tmp_path, "newcomer")
@@ -203,7 +210,9 @@ def test_owners_rotation_needs_a_pinned_owner(managed, tmp_path):
 DROP = "import os\nfrom pathlib import Path\nPath('migrations').mkdir(exist_ok=True)\nPath('migrations/0002_drop_users.sql').write_text('DROP TABLE users;\\n')\nPath('value.txt').write_text('right\\n')\n"
 
 
-def test_destructive_migration_parks_and_only_an_owner_unparks(managed, tmp_path):
+def test_destructive_migration_parks_and_only_an_owner_unparks(
+    managed: ManagedFactory, tmp_path: Path
+) -> None:
     goal = base_goal() | {"build": {"run": [sys.executable, "drop_agent.py"]}}
     repo = managed(goal=goal, files={"drop_agent.py": DROP})
     repo.harness("run", check=0)
@@ -225,7 +234,7 @@ def test_destructive_migration_parks_and_only_an_owner_unparks(managed, tmp_path
     assert repo.count("judge") == ["1"]
 
 
-def test_declared_command_that_deploys_parks_before_anything_runs(managed):
+def test_declared_command_that_deploys_parks_before_anything_runs(managed: ManagedFactory) -> None:
     goal = base_goal() | {"judge": {"run": ["kubectl", "apply", "-f", "k8s/"]}}
     repo = managed(goal=goal)
     repo.harness("run", check=0)

@@ -5,9 +5,10 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 
-def test_demo_fails_once_repairs_and_parks_at_ship(tmp_path):
+def test_demo_fails_once_repairs_and_parks_at_ship(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("HARNESS_")}
     proc = subprocess.run(
         [sys.executable, "-m", "harness", "demo", "--dir", str(tmp_path / "d")],
@@ -36,7 +37,7 @@ def test_demo_fails_once_repairs_and_parks_at_ship(tmp_path):
     assert "| status | parked_at_eyes |" in out
 
 
-def test_demo_refuses_a_folder_that_is_not_empty(tmp_path):
+def test_demo_refuses_a_folder_that_is_not_empty(tmp_path: Path) -> None:
     (tmp_path / "x").write_text("")
     proc = subprocess.run(
         [sys.executable, "-m", "harness", "demo", "--dir", str(tmp_path)],

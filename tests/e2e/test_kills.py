@@ -8,10 +8,10 @@ import signal
 import time
 from pathlib import Path
 
-from tests.managed import git
+from tests.managed import ManagedFactory, git
 
 
-def test_random_kills_then_a_plain_run(managed):
+def test_random_kills_then_a_plain_run(managed: ManagedFactory) -> None:
     repo = managed()
     chance = random.Random(20261129)
     for _ in range(8):
@@ -27,7 +27,7 @@ def test_random_kills_then_a_plain_run(managed):
     repo.harness("verify", check=0)
 
 
-def test_stale_index_lock_left_by_a_kill_is_cleared(managed):
+def test_stale_index_lock_left_by_a_kill_is_cleared(managed: ManagedFactory) -> None:
     repo = managed()
     repo.harness("run", "--max-steps", "1", check=0)
     admin = Path(git(repo.worktree, "rev-parse", "--absolute-git-dir"))
@@ -36,7 +36,7 @@ def test_stale_index_lock_left_by_a_kill_is_cleared(managed):
     assert repo.status()["status"] == "completed"
 
 
-def test_unfinished_worktree_add_is_made_again(managed):
+def test_unfinished_worktree_add_is_made_again(managed: ManagedFactory) -> None:
     repo = managed()
     repo.harness("run", "--max-steps", "1", check=0)
     admin = Path(git(repo.worktree, "rev-parse", "--absolute-git-dir"))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from tests.managed import base_goal, git
+from tests.managed import ManagedFactory, base_goal, git
 
 LESSON = """version: 1
 when:
@@ -24,7 +24,7 @@ if it >= 2 and "NOTES.txt" in open(os.environ["HARNESS_PROMPT_FILE"]).read():
 """
 
 
-def test_lesson_is_given_recorded_and_its_check_gates_done(managed):
+def test_lesson_is_given_recorded_and_its_check_gates_done(managed: ManagedFactory) -> None:
     import sys
 
     goal = base_goal() | {"build": {"run": [sys.executable, "notes_agent.py"]}}
@@ -42,7 +42,7 @@ def test_lesson_is_given_recorded_and_its_check_gates_done(managed):
     assert given[0][0]["name"] == "notes" and len(given[0][0]["sha256"]) == 64
 
 
-def test_a_bad_lesson_file_is_exit_2_before_any_step(managed):
+def test_a_bad_lesson_file_is_exit_2_before_any_step(managed: ManagedFactory) -> None:
     repo = managed(files={"lessons/bad.yaml": "version: 1\ntext: no when\n"})
     proc = repo.harness("run", check=2)
     assert "lessons/bad.yaml" in proc.stderr

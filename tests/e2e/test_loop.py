@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import subprocess
+from pathlib import Path
 
-from tests.managed import base_goal, git, keygen_verifies, make_key
+from tests.managed import ManagedFactory, base_goal, git, keygen_verifies, make_key
 
 
-def test_fix_on_second_try_parks_at_ship(managed):
+def test_fix_on_second_try_parks_at_ship(managed: ManagedFactory) -> None:
     goal = base_goal() | {"ship": {"run": ["sh", "-c", "touch SHIPPED"]}}
     repo = managed(goal=goal)
     run = repo.harness("run", check=0)
@@ -21,7 +22,7 @@ def test_fix_on_second_try_parks_at_ship(managed):
     assert "value is 'wrong'" in prompt
 
 
-def test_parked_goal_stays_parked(managed):
+def test_parked_goal_stays_parked(managed: ManagedFactory) -> None:
     repo = managed(goal=base_goal() | {"ship": {"run": ["sh", "-c", "touch SHIPPED"]}})
     repo.harness("run", check=0)
     head = git(repo.worktree, "rev-parse", "HEAD")
@@ -31,13 +32,13 @@ def test_parked_goal_stays_parked(managed):
     assert repo.status()["status"] == "parked_at_eyes"
 
 
-def test_goal_without_ship_completes(managed):
+def test_goal_without_ship_completes(managed: ManagedFactory) -> None:
     repo = managed()
     repo.harness("run", check=0)
     assert repo.status()["status"] == "completed"
 
 
-def test_budget_used_is_reported(managed):
+def test_budget_used_is_reported(managed: ManagedFactory) -> None:
     repo = managed()
     repo.harness("run", check=0)
     used = repo.status()["budget_used"]
@@ -46,7 +47,7 @@ def test_budget_used_is_reported(managed):
     assert used["passes"] == 4
 
 
-def test_agent_that_changes_nothing_stops_at_no_progress(managed):
+def test_agent_that_changes_nothing_stops_at_no_progress(managed: ManagedFactory) -> None:
     repo = managed(mode="nothing")
     repo.harness("run", check=0)
     row = repo.status()
@@ -54,7 +55,7 @@ def test_agent_that_changes_nothing_stops_at_no_progress(managed):
     assert repo.count("build") == ["1", "2"]
 
 
-def test_never_passing_judge_stops_at_budget_after_two_builds(managed):
+def test_never_passing_judge_stops_at_budget_after_two_builds(managed: ManagedFactory) -> None:
     repo = managed(goal=base_goal() | {"budget": {"max_iterations": 2}}, mode="never")
     repo.harness("run", check=0)
     row = repo.status()
@@ -62,7 +63,7 @@ def test_never_passing_judge_stops_at_budget_after_two_builds(managed):
     assert repo.count("build") == ["1", "2"]
 
 
-def test_max_passes_ceiling(managed):
+def test_max_passes_ceiling(managed: ManagedFactory) -> None:
     repo = managed(
         goal=base_goal() | {"halt": {"no_progress_passes": 5, "max_passes": 3}}, mode="never"
     )
@@ -72,7 +73,7 @@ def test_max_passes_ceiling(managed):
     assert row["budget_used"]["passes"] == 3
 
 
-def test_expected_files_block_the_done_gate(managed):
+def test_expected_files_block_the_done_gate(managed: ManagedFactory) -> None:
     goal = base_goal() | {"expect": {"files": ["missing.txt"]}, "budget": {"max_iterations": 2}}
     repo = managed(goal=goal, mode="fix-on-1")
     out = repo.harness("run", check=0).stdout
@@ -80,7 +81,7 @@ def test_expected_files_block_the_done_gate(managed):
     assert repo.status()["gate"] in ("budget_exhausted", "no_progress")
 
 
-def test_read_only_judge_that_writes_is_a_violation(managed):
+def test_read_only_judge_that_writes_is_a_violation(managed: ManagedFactory) -> None:
     goal = base_goal() | {"judge": {"run": ["sh", "-c", "echo x > judge-wrote.txt; exit 1"]}}
     repo = managed(goal=goal)
     repo.harness("run", check=0)
@@ -88,7 +89,7 @@ def test_read_only_judge_that_writes_is_a_violation(managed):
     assert (row["status"], row["gate"]) == ("needs_attention", "read_only_violation")
 
 
-def test_edited_goal_after_start_gates_goal_changed(managed):
+def test_edited_goal_after_start_gates_goal_changed(managed: ManagedFactory) -> None:
     repo = managed(mode="never")
     repo.harness("run", "--max-steps", "1", check=0)
     repo.commit_goal_change(base_goal() | {"objective": "Something else.\n"})
@@ -98,7 +99,7 @@ def test_edited_goal_after_start_gates_goal_changed(managed):
     assert repo.count("build") == ["1"]
 
 
-def test_reapproved_goal_continues_with_the_same_budget(managed):
+def test_reapproved_goal_continues_with_the_same_budget(managed: ManagedFactory) -> None:
     repo = managed(mode="never", goal=base_goal() | {"budget": {"max_iterations": 2}})
     repo.harness("run", "--max-steps", "2", check=0)
     repo.commit_goal_change(
@@ -112,7 +113,7 @@ def test_reapproved_goal_continues_with_the_same_budget(managed):
     assert repo.count("build") == ["1", "2"]
 
 
-def test_cancel_stops_the_goal(managed):
+def test_cancel_stops_the_goal(managed: ManagedFactory) -> None:
     repo = managed(mode="never")
     repo.harness("run", "--max-steps", "1", check=0)
     repo.harness("cancel", repo.goal_id, check=0)
@@ -121,7 +122,7 @@ def test_cancel_stops_the_goal(managed):
     assert repo.count("build") == ["1"]
 
 
-def test_unapproved_goal_never_runs(managed):
+def test_unapproved_goal_never_runs(managed: ManagedFactory) -> None:
     repo = managed(approve=False)
     proc = repo.harness("run", check=3)
     assert "not approved" in proc.stderr
@@ -129,7 +130,7 @@ def test_unapproved_goal_never_runs(managed):
     assert git(repo.root, "branch", "--list", "harness/*") == ""
 
 
-def test_goal_signed_by_non_owner_never_runs(managed, tmp_path):
+def test_goal_signed_by_non_owner_never_runs(managed: ManagedFactory, tmp_path: Path) -> None:
     repo = managed(approve=False)
     stranger = make_key(tmp_path, "stranger")
     from harness.trust.approvals import append_record
@@ -149,7 +150,7 @@ def test_goal_signed_by_non_owner_never_runs(managed, tmp_path):
     assert repo.count("build") == []
 
 
-def test_goal_edited_after_signing_never_runs(managed):
+def test_goal_edited_after_signing_never_runs(managed: ManagedFactory) -> None:
     repo = managed(approve=True)
     repo.commit_goal_change(base_goal() | {"objective": "Edited after approval.\n"})
     proc = repo.harness("run", check=3)
@@ -157,7 +158,7 @@ def test_goal_edited_after_signing_never_runs(managed):
     assert repo.count("build") == []
 
 
-def test_approve_with_a_non_owner_key_is_refused(managed, tmp_path):
+def test_approve_with_a_non_owner_key_is_refused(managed: ManagedFactory, tmp_path: Path) -> None:
     repo = managed(approve=False)
     stranger = make_key(tmp_path, "stranger")
     proc = repo.harness("approve", "g1", "--key", str(stranger.private), check=2)
@@ -165,7 +166,7 @@ def test_approve_with_a_non_owner_key_is_refused(managed, tmp_path):
     assert not (repo.root / "goals" / "g1.approval").exists()
 
 
-def test_approval_made_by_ssh_keygen_is_accepted(managed, tmp_path):
+def test_approval_made_by_ssh_keygen_is_accepted(managed: ManagedFactory, tmp_path: Path) -> None:
     repo = managed(approve=False)
     import hashlib
 
@@ -198,13 +199,15 @@ def test_approval_made_by_ssh_keygen_is_accepted(managed, tmp_path):
     assert repo.status()["status"] == "completed"
 
 
-def test_approval_made_by_harness_passes_ssh_keygen_verify(managed, tmp_path):
+def test_approval_made_by_harness_passes_ssh_keygen_verify(
+    managed: ManagedFactory, tmp_path: Path
+) -> None:
     repo = managed(approve=True)
     record = (repo.root / "goals" / "g1.approval").read_text()
     assert keygen_verifies(repo, record, tmp_path).endswith("decision run\n")
 
 
-def test_no_secret_run_and_verify_exit_3_and_change_nothing(managed):
+def test_no_secret_run_and_verify_exit_3_and_change_nothing(managed: ManagedFactory) -> None:
     repo = managed()
     repo.harness("run", "--max-steps", "2", check=0)
     env = {k: v for k, v in repo.env.items() if k != "HARNESS_SECRET"}
@@ -217,7 +220,7 @@ def test_no_secret_run_and_verify_exit_3_and_change_nothing(managed):
     assert git(repo.worktree, "rev-parse", "HEAD") == head
 
 
-def test_short_or_wrong_secret_is_refused(managed):
+def test_short_or_wrong_secret_is_refused(managed: ManagedFactory) -> None:
     repo = managed()
     repo.harness("run", "--max-steps", "1", check=0)
     before = repo.snapshot()

@@ -8,11 +8,12 @@ import pty
 import subprocess
 import sys
 import threading
+from pathlib import Path
 
-from tests.managed import base_goal
+from tests.managed import ManagedFactory, base_goal
 
 
-def test_run_json_is_one_document(managed):
+def test_run_json_is_one_document(managed: ManagedFactory) -> None:
     repo = managed()
     proc = repo.harness("run", "--json", check=0)
     document = json.loads(proc.stdout)
@@ -21,7 +22,7 @@ def test_run_json_is_one_document(managed):
     assert "".join(goal["lines"]) == repo.harness("replay", "g1", check=0).stdout
 
 
-def test_verify_json_names_segment_and_line(managed):
+def test_verify_json_names_segment_and_line(managed: ManagedFactory) -> None:
     repo = managed()
     repo.harness("run", check=0)
     ok = json.loads(repo.harness("verify", "--json", check=0).stdout)
@@ -35,13 +36,15 @@ def test_verify_json_names_segment_and_line(managed):
     assert (failure["segment"], failure["line"]) == ("000001.jsonl", 7)
 
 
-def test_check_json(managed):
+def test_check_json(managed: ManagedFactory) -> None:
     repo = managed()
     document = json.loads(repo.harness("check", "--json", check=0).stdout)
     assert document["ok"] and document["goals"] == 1 and document["problems"] == []
 
 
-def test_github_step_summary_gets_each_advanced_goal(managed, tmp_path):
+def test_github_step_summary_gets_each_advanced_goal(
+    managed: ManagedFactory, tmp_path: Path
+) -> None:
     repo = managed()
     summary = tmp_path / "summary.md"
     repo.harness("run", env=repo.env | {"GITHUB_STEP_SUMMARY": str(summary)}, check=0)
@@ -51,7 +54,7 @@ def test_github_step_summary_gets_each_advanced_goal(managed, tmp_path):
     assert summary.read_text() == before  # nothing advanced, nothing added
 
 
-def test_progress_line_only_on_a_terminal_and_stdout_unchanged(managed):
+def test_progress_line_only_on_a_terminal_and_stdout_unchanged(managed: ManagedFactory) -> None:
     goal = base_goal() | {"judge": {"run": [sys.executable, "-c", "import time; time.sleep(1.5)"]}}
     repo = managed(goal=goal, mode="fix-on-1")
     leader, follower = pty.openpty()

@@ -23,7 +23,7 @@ def walkthrough() -> str:
 
 
 @pytest.mark.skipif(shutil.which("ssh-keygen") is None, reason="needs ssh-keygen")
-def test_readme_walkthrough_runs(tmp_path):
+def test_readme_walkthrough_runs(tmp_path: Path) -> None:
     bindir = Path(sys.executable).parent
     env = {k: v for k, v in os.environ.items() if not k.startswith("HARNESS_")}
     env["PATH"] = f"{bindir}:{env['PATH']}"

@@ -5,16 +5,17 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+from pathlib import Path
 
-from tests.managed import ManagedRepo, git
+from tests.managed import ManagedFactory, ManagedRepo, git
 
 
-def clone(seed: ManagedRepo, bare, path):
+def clone(seed: ManagedRepo, bare: Path, path: Path) -> ManagedRepo:
     subprocess.run(["git", "clone", "-q", str(bare), str(path)], check=True)
     return ManagedRepo(path, seed.key, seed.counters, seed.goal_id, dict(seed.env))
 
 
-def remote_cell_status(bare):
+def remote_cell_status(bare: Path) -> str | None:
     import json
 
     text = subprocess.run(
@@ -25,7 +26,7 @@ def remote_cell_status(bare):
     return json.loads(text.stdout)["status"] if text.returncode == 0 else None
 
 
-def test_three_clones_share_one_remote(managed, tmp_path):
+def test_three_clones_share_one_remote(managed: ManagedFactory, tmp_path: Path) -> None:
     seed = managed()
     bare = tmp_path / "remote.git"
     subprocess.run(["git", "clone", "-q", "--bare", str(seed.root), str(bare)], check=True)
@@ -56,7 +57,7 @@ def test_three_clones_share_one_remote(managed, tmp_path):
     assert re.match(r"ok g1: \d+ events, head \d+:\w+, status completed", out), out
 
 
-def test_push_to_an_unknown_remote_is_refused(managed):
+def test_push_to_an_unknown_remote_is_refused(managed: ManagedFactory) -> None:
     repo = managed()
     proc = repo.harness("run", "--push", "nowhere", check=2)
     assert "'nowhere' is not a remote" in proc.stderr

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -171,8 +172,10 @@ PASSING_JUNIT = b'<testsuite><testcase classname="c" name="ok"/></testsuite>'
         ),
     ],
 )
-def test_unusable_junit_falls_back_to_output(tmp_path: Path, make: object, why: str) -> None:
-    junit = make(tmp_path)  # type: ignore[operator]
+def test_unusable_junit_falls_back_to_output(
+    tmp_path: Path, make: Callable[[Path], Path], why: str
+) -> None:
+    junit = make(tmp_path)
     assert failing_tests(FALLBACK, junit) == ("tests/test_fallback.py::test_from_output",), why
 
 

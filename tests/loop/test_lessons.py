@@ -171,7 +171,7 @@ def test_as_ref_is_what_the_ledger_records() -> None:
 
 def test_limits_are_inclusive() -> None:
     text = "x" * MAX_LESSON_TEXT_CHARS
-    at_limits = {
+    at_limits: dict[str, object] = {
         "text": text,
         "when": {"keywords": ["k" * 100] + ["w"] * 48, "patterns": ["p" * 500]},
     }

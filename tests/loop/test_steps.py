@@ -11,6 +11,7 @@ import textwrap
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -26,8 +27,8 @@ def _script(tmp_path: Path, body: str, name: str = "child.py") -> list[str]:
     return [sys.executable, str(path)]
 
 
-def _run(tmp_path: Path, body: str, timeout_s: float = 20, **kwargs: object) -> StepResult:
-    return run_step(_script(tmp_path, body), tmp_path, BASE_ENV, b"", timeout_s, **kwargs)  # type: ignore[arg-type]
+def _run(tmp_path: Path, body: str, timeout_s: float = 20, **kwargs: Any) -> StepResult:
+    return run_step(_script(tmp_path, body), tmp_path, BASE_ENV, b"", timeout_s, **kwargs)
 
 
 def _gone(pid: int) -> bool:

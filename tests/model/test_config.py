@@ -16,12 +16,11 @@ from harness.model.config import (
     DEFAULT_CONFIG,
     DESTRUCTIVE_CLASSES,
     Config,
-    Defaults,
     DestructiveRule,
     parse_config,
 )
 from harness.model.goal import parse_goal
-from harness.model.limits import Budget, Halt
+from harness.model.limits import Budget, Defaults, Halt
 
 SOURCE = ".harness/config.yaml"
 

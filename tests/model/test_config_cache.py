@@ -17,7 +17,7 @@ from harness.model import config as config_module
 from harness.model.config import ConfigCache, parse_config
 from harness.store.fsutil import canonical_json
 from harness.trust.secret import Secret
-from tests.managed import SECRET, git
+from tests.managed import SECRET, ManagedFactory, git
 
 SOURCE = ".harness/config.yaml"
 CONFIG = b"branch_prefix: team/\ndefaults:\n  budget:\n    max_iterations: 2\n"
@@ -120,7 +120,9 @@ def test_the_cache_keeps_the_newest_few_and_tolerates_an_unwritable_folder(
     assert parse_config(CONFIG, SOURCE, blocked).branch_prefix == "team/"
 
 
-def test_run_trusts_only_an_entry_the_secret_vouches_for(managed, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_run_trusts_only_an_entry_the_secret_vouches_for(
+    managed: ManagedFactory, tmp_path: Path
+) -> None:
     """End to end: a forged entry for the committed config (the agent can write .git/harness)
     is ignored; one made with the secret's key is what the harness itself would have written."""
     repo = managed(files={SOURCE: CONFIG.decode()})
@@ -144,7 +146,9 @@ def test_run_trusts_only_an_entry_the_secret_vouches_for(managed, tmp_path: Path
     assert "vouched/g1" in branches
 
 
-def test_verify_and_replay_work_where_the_cache_cannot_be_written(managed) -> None:  # type: ignore[no-untyped-def]
+def test_verify_and_replay_work_where_the_cache_cannot_be_written(
+    managed: ManagedFactory,
+) -> None:
     """An auditor's copy may not let the harness write into .git: the cache is optional."""
     repo = managed(files={SOURCE: CONFIG.decode()})
     repo.harness("run", "--max-steps", "2", check=0)

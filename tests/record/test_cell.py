@@ -5,6 +5,8 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import pytest
 
@@ -17,13 +19,15 @@ KEY = b"c" * 32
 LIMITS = {"iterations": 2, "seconds": 100, "cost_usd": 1.0, "turns": 10, "passes": 20}
 
 
-def ev(seq, type, step=None, iteration=0, **data):
+def ev(
+    seq: int, type: str, step: str | None = None, iteration: int = 0, **data: Any
+) -> tuple[Event, Position]:
     return Event(seq, "t", type, "g1", step, iteration, data, "0" * 64), Position(
         seq, f"{seq:064x}"
     )
 
 
-def started(seq=1, steps=("build", "judge")):
+def started(seq: int = 1, steps: Sequence[str] = ("build", "judge")) -> tuple[Event, Position]:
     return ev(
         seq,
         "goal.started",
@@ -37,7 +41,9 @@ def started(seq=1, steps=("build", "judge")):
     )
 
 
-def round_(seq, iteration, passed, tree="t1", cost=0.5):
+def round_(
+    seq: int, iteration: int, passed: bool, tree: str = "t1", cost: float = 0.5
+) -> list[tuple[Event, Position]]:
     return [
         ev(seq, "step.started", "build", iteration, call_id="b", base="0" * 40),
         ev(
@@ -65,7 +71,7 @@ def round_(seq, iteration, passed, tree="t1", cost=0.5):
     ]
 
 
-def test_fold_counts_budget_and_schedules_repair():
+def test_fold_counts_budget_and_schedules_repair() -> None:
     cell = fold("g1", [started(), *round_(2, 1, passed=False)])
     assert (cell.status, cell.step, cell.iteration, cell.failing_test) == (
         "running",
@@ -78,19 +84,19 @@ def test_fold_counts_budget_and_schedules_repair():
     assert cell.exhausted() == []
 
 
-def test_same_failure_and_tree_counts_as_no_progress():
+def test_same_failure_and_tree_counts_as_no_progress() -> None:
     cell = fold("g1", [started(), *round_(2, 1, False), *round_(6, 2, False)])
     assert cell.no_progress_count == 2
     other = fold("g1", [started(), *round_(2, 1, False), *round_(6, 2, False, tree="t2")])
     assert other.no_progress_count == 1
 
 
-def test_iterations_run_out_before_a_third_build():
+def test_iterations_run_out_before_a_third_build() -> None:
     cell = fold("g1", [started(), *round_(2, 1, False), *round_(6, 2, False, tree="t2")])
     assert cell.exhausted() == ["iterations", "cost_usd"]
 
 
-def test_a_started_step_is_in_flight_until_finished():
+def test_a_started_step_is_in_flight_until_finished() -> None:
     cell = fold("g1", [started(), round_(2, 1, False)[0]])
     assert cell.in_flight == InFlight("build", 1, "b", "0" * 40)
     rerun = fold(
@@ -104,12 +110,12 @@ def test_a_started_step_is_in_flight_until_finished():
     assert rerun.used.iterations == 1 and rerun.used.passes == 2
 
 
-def test_judge_pass_goes_to_review_when_configured():
+def test_judge_pass_goes_to_review_when_configured() -> None:
     cell = fold("g1", [started(steps=("build", "judge", "review")), *round_(2, 1, True)])
     assert (cell.step, cell.judge_passed, cell.failing_test) == ("review", True, None)
 
 
-def test_gate_and_decision():
+def test_gate_and_decision() -> None:
     cell = fold(
         "g1", [started(), ev(2, "goal.gated", status="parked_at_eyes", reason="ship", detail="d")]
     )
@@ -122,7 +128,7 @@ def test_gate_and_decision():
     assert (shipped.status, shipped.gate, shipped.step) == ("running", None, "ship")
 
 
-def test_cell_round_trip_and_mac_binds_goal_and_content():
+def test_cell_round_trip_and_mac_binds_goal_and_content() -> None:
     cell = fold("g1", [started(), *round_(2, 1, False)])
     data = cell_bytes(cell, KEY)
     assert parse_cell(data, "s", "g1", KEY) == cell
@@ -134,7 +140,7 @@ def test_cell_round_trip_and_mac_binds_goal_and_content():
         parse_cell(data, "s", "g1", b"d" * 32)
 
 
-def _signed(raw: dict) -> bytes:
+def _signed(raw: dict[str, Any]) -> bytes:
     body = json.dumps(raw, sort_keys=True, separators=(",", ":")).encode()
     tag = b"harness-cell\x00v1\x00g1\x00"
     return json.dumps(
@@ -158,7 +164,9 @@ def _signed(raw: dict) -> bytes:
         (lambda r: r.pop("position"), "fields are malformed \\('position'\\)"),
     ],
 )
-def test_signed_but_malformed_cells_are_refused(change, message):
+def test_signed_but_malformed_cells_are_refused(
+    change: Callable[[dict[str, Any]], object], message: str
+) -> None:
     raw = {"v": 1, **fold("g1", [started()]).to_dict()}
     change(raw)
     with pytest.raises(TrustFailure, match=message):
@@ -169,10 +177,10 @@ def test_signed_but_malformed_cells_are_refused(change, message):
     "data",
     [b"", b"{", b"[]", b'{"v":1,"v":1}', b'{"v":1,"x":NaN}', b'{"v":1}', b"\xff\xfe"],
 )
-def test_garbage_cells_are_refused(data):
+def test_garbage_cells_are_refused(data: bytes) -> None:
     with pytest.raises(TrustFailure):
         parse_cell(data, "s", "g1", KEY)
 
 
-def test_cell_is_pending_until_started():
+def test_cell_is_pending_until_started() -> None:
     assert Cell(goal="g1").status == "pending"

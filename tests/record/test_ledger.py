@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -16,18 +17,20 @@ from harness.record.ledger import GENESIS, Ledger, LedgerBroken, Position
 KEY = b"k" * 32
 
 
-def _ledger(tmp_path, key=KEY, segment_bytes=8 * 1024 * 1024, goal="g1"):
+def _ledger(
+    tmp_path: Path, key: bytes = KEY, segment_bytes: int = 8 * 1024 * 1024, goal: str = "g1"
+) -> Ledger:
     ledger = Ledger(tmp_path / "events", goal, key, segment_bytes)
     ledger.load()
     return ledger
 
 
-def _fill(ledger, n, start=1):
+def _fill(ledger: Ledger, n: int, start: int = 1) -> None:
     for i in range(start, start + n):
         ledger.append("step.started", "build", i, {"call_id": f"c{i}", "base": "0" * 40}, f"t{i}")
 
 
-def test_lines_are_canonical_and_chained(tmp_path):
+def test_lines_are_canonical_and_chained(tmp_path: Path) -> None:
     ledger = _ledger(tmp_path)
     _fill(ledger, 3)
     lines = (tmp_path / "events" / "000001.jsonl").read_bytes().splitlines(keepends=True)
@@ -41,7 +44,7 @@ def test_lines_are_canonical_and_chained(tmp_path):
     assert ledger.head == Position(3, hashlib.sha256(lines[2]).hexdigest())
 
 
-def test_reader_returns_what_was_written(tmp_path):
+def test_reader_returns_what_was_written(tmp_path: Path) -> None:
     ledger = _ledger(tmp_path)
     _fill(ledger, 5)
     again = Ledger(tmp_path / "events", "g1", KEY)
@@ -51,19 +54,19 @@ def test_reader_returns_what_was_written(tmp_path):
     assert again.head == ledger.head
 
 
-def test_wrong_key_fails_at_line_one(tmp_path):
+def test_wrong_key_fails_at_line_one(tmp_path: Path) -> None:
     _fill(_ledger(tmp_path), 2)
     with pytest.raises(LedgerBroken, match="line 1: MAC does not match"):
         Ledger(tmp_path / "events", "g1", b"x" * 32).load()
 
 
-def test_line_from_another_goal_is_refused(tmp_path):
+def test_line_from_another_goal_is_refused(tmp_path: Path) -> None:
     _fill(_ledger(tmp_path, goal="other"), 1)
     with pytest.raises(LedgerBroken, match="belongs to goal 'other'"):
         Ledger(tmp_path / "events", "g1", KEY).load()
 
 
-def test_segments_close_at_the_limit_and_chain_across(tmp_path):
+def test_segments_close_at_the_limit_and_chain_across(tmp_path: Path) -> None:
     ledger = _ledger(tmp_path, segment_bytes=600)
     _fill(ledger, 12)
     names = sorted(p.name for p in (tmp_path / "events").iterdir())
@@ -75,14 +78,14 @@ def test_segments_close_at_the_limit_and_chain_across(tmp_path):
     assert [r.event.seq for r in Ledger(tmp_path / "events", "g1", KEY).load()][-1] == 13
 
 
-def test_missing_segment_is_refused(tmp_path):
+def test_missing_segment_is_refused(tmp_path: Path) -> None:
     _fill(_ledger(tmp_path, segment_bytes=600), 12)
     (tmp_path / "events" / "000002.jsonl").unlink()
     with pytest.raises(LedgerBroken, match="unexpected segment name"):
         Ledger(tmp_path / "events", "g1", KEY).load()
 
 
-def test_unknown_version_is_refused_by_name(tmp_path):
+def test_unknown_version_is_refused_by_name(tmp_path: Path) -> None:
     import hmac
 
     body = json.dumps(
@@ -109,7 +112,7 @@ def test_unknown_version_is_refused_by_name(tmp_path):
         Ledger(tmp_path / "events", "g1", KEY).load()
 
 
-def test_torn_tail_at_every_offset_is_cut_back(tmp_path):
+def test_torn_tail_at_every_offset_is_cut_back(tmp_path: Path) -> None:
     ledger = _ledger(tmp_path)
     _fill(ledger, 2)
     path = tmp_path / "events" / "000001.jsonl"
@@ -127,7 +130,7 @@ def test_torn_tail_at_every_offset_is_cut_back(tmp_path):
         assert path.read_bytes() == whole + last  # the same event, written whole
 
 
-def test_corrupt_line_before_the_last_is_refused(tmp_path):
+def test_corrupt_line_before_the_last_is_refused(tmp_path: Path) -> None:
     _fill(_ledger(tmp_path), 3)
     path = tmp_path / "events" / "000001.jsonl"
     lines = path.read_bytes().splitlines(keepends=True)
@@ -137,7 +140,7 @@ def test_corrupt_line_before_the_last_is_refused(tmp_path):
         Ledger(tmp_path / "events", "g1", KEY).load()
 
 
-def test_an_edited_event_is_named_by_its_segment_and_line_in_any_segment(tmp_path):
+def test_an_edited_event_is_named_by_its_segment_and_line_in_any_segment(tmp_path: Path) -> None:
     """What `verify --json` reports: the exact segment and line, across many segments (the
     1,000,000-event case is checked by scripts/bench on every run of verify_1m)."""
     _fill(_ledger(tmp_path, segment_bytes=2000), 300)
@@ -158,7 +161,7 @@ def test_an_edited_event_is_named_by_its_segment_and_line_in_any_segment(tmp_pat
     assert len(Ledger(tmp_path / "events", "g1", KEY).load()) == 300
 
 
-def test_oversized_event_data_is_an_internal_error(tmp_path):
+def test_oversized_event_data_is_an_internal_error(tmp_path: Path) -> None:
     from harness.errors import HarnessError
 
     ledger = _ledger(tmp_path)
@@ -215,8 +218,13 @@ def _signed_line(body: bytes) -> bytes:
     flip=st.one_of(st.none(), st.tuples(st.integers(0, 10_000), st.integers(0, 255))),
 )
 def test_the_fast_path_accepts_only_what_the_strict_path_accepts_and_reads_it_alike(
-    tmp_path_factory, changes, dropped, serialize, encoding, flip
-):
+    tmp_path_factory: pytest.TempPathFactory,
+    changes: dict[str, object],
+    dropped: set[str],
+    serialize: Callable[[dict[str, object]], str],
+    encoding: str,
+    flip: tuple[int, int] | None,
+) -> None:
     """Ledger._accept (the fast path) may decline a line, but must never accept one that
     Ledger._verify refuses, nor read an accepted one differently. Lines are made by a key
     holder (valid MACs over odd bodies) and, optionally, then damaged in one byte."""

@@ -165,7 +165,10 @@ class SigFields:
             fields.append(blob[pos + 4 : pos + 4 + size])
             pos += 4 + size
         (version,) = struct.unpack(">I", blob[6:10])
-        return cls(blob[:6], version, *fields, trailing=blob[pos:])
+        public_key, namespace, reserved, hash_name, signature = fields
+        return cls(
+            blob[:6], version, public_key, namespace, reserved, hash_name, signature, blob[pos:]
+        )
 
     def blob(self) -> bytes:
         parts = (self.public_key, self.namespace, self.reserved, self.hash_name, self.signature)
