@@ -20,7 +20,7 @@ owner: {owner}              # a principal listed in .harness/owners
 objective: |
   Say what must be true when this goal is done, and how the judge will show it.
 build:                      # the implementing agent; its stdin is the prompt
-  run: {run}
+  run:{run}
   timeout: 30m
   format: {format}{format_note}
 judge:                      # the verification; exit 0 means pass
@@ -45,20 +45,48 @@ halt:
 """
 
 
-# Each agent's usual command line: the prompt arrives on stdin (and in HARNESS_PROMPT_FILE).
+# Each agent's command for unattended builds with the tested versions; the guide page
+# docs/guide/agents/<agent>.md says why each flag is there. The prompt arrives on stdin
+# and in HARNESS_PROMPT_FILE; what is left of the budget in HARNESS_BUDGET_*.
+def _shell(*lines: str) -> str:
+    """A `run:` list `[sh, -c, <lines joined by spaces>]`, as a folded YAML block."""
+    body = "".join(f"\n      {line}" for line in lines)
+    return f"\n    - sh\n    - -c\n    - >-{body}"
+
+
 AGENTS: dict[str, tuple[str, str, str]] = {
     "claude": (
-        "claude -p --output-format json --permission-mode acceptEdits",
+        # acceptEdits lets it edit, --allowedTools Bash lets it run the tests; both work as
+        # root, where --dangerously-skip-permissions is refused unless IS_SANDBOX=1.
+        _shell(
+            "exec claude -p --output-format json",
+            "--permission-mode acceptEdits --allowedTools Bash",
+            '--max-budget-usd "$HARNESS_BUDGET_COST_USD" --max-turns "$HARNESS_BUDGET_TURNS"',
+        ),
         "claude-json",
         "  # cost and turns from total_cost_usd and num_turns",
     ),
-    "codex": ("codex exec --json --full-auto -", "codex-jsonl", "  # turns from turn.completed"),
-    "aider": (
-        '[sh, -c, \'aider --yes-always --no-stream --message "$(cat "$HARNESS_PROMPT_FILE")"\']',
-        "aider",
-        "  # aider commits by itself; its commits count as the build's change",
+    "codex": (
+        # --full-auto is gone (codex 0.147); without --sandbox its writes fail silently.
+        " codex exec --json --sandbox workspace-write -",
+        "codex-jsonl",
+        "  # turns and tokens from turn.completed; set `prices` in config",
     ),
-    "script": ("./scripts/agent.sh", "plain", "  # may write cost/turns to $HARNESS_REPORT_FILE"),
+    "aider": (
+        # No URL fetching, installs, update checks, release notes, analytics or commits, and
+        # no .aider* file in the worktree (history to /dev/null; no repo map, no tag cache).
+        _shell(
+            'exec aider --message-file "$HARNESS_PROMPT_FILE"',
+            "--yes-always --no-auto-commits --no-dirty-commits --no-gitignore",
+            "--chat-history-file /dev/null --input-history-file /dev/null --map-tokens 0",
+            "--no-detect-urls --disable-playwright --no-check-update --no-show-release-notes",
+            "--no-analytics --no-suggest-shell-commands --no-show-model-warnings",
+            "--no-stream --no-pretty --no-fancy-input",
+        ),
+        "aider",
+        "  # cost from its `Cost:` lines; name the files to edit at the end of the command",
+    ),
+    "script": (" ./scripts/agent.sh", "plain", "  # may write cost/turns to $HARNESS_REPORT_FILE"),
 }
 
 
