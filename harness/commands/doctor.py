@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TextIO
 
 from harness.errors import HarnessError, InvalidInput, TrustFailure
+from harness.loop.agents_support import SUPPORTED, AgentCli, probe
 from harness.loop.control import CONFIG_PATH, OWNERS_PATH, Control, open_control
 from harness.model.config import Config, parse_config
 from harness.store.gitrepo import Repo, read_blobs, run_git
@@ -103,6 +104,8 @@ def run_checks(cwd: Path, env: Mapping[str, str]) -> list[Finding]:
     if repo is not None:
         found += _repository_checks(repo, env, secret, has_commit=repo_finding.status == OK)
     found.append(_ssh_keygen(env))
+    scrub = _config(repo.root)[0].scrub_env if repo is not None else ()
+    found += [_agent(cli, cwd, env, scrub) for cli in SUPPORTED]
     return found
 
 
@@ -151,6 +154,23 @@ def _ssh_keygen(env: Mapping[str, str]) -> Finding:
         "install the OpenSSH client (e.g. `apt-get install openssh-client`) to make keys and "
         "check approvals with `ssh-keygen -Y verify`; `harness approve` does not need it",
     )
+
+
+def _agent(cli: AgentCli, cwd: Path, env: Mapping[str, str], scrub: tuple[str, ...]) -> Finding:
+    """Each agent CLI on PATH, its version, and whether the suite tested that version."""
+    check = f"agent {cli.name}"
+    found = probe(cli, env, scrub, cwd)
+    guide = f"docs/guide/agents/{cli.name}.md"
+    if found.path is None:
+        return Finding(check, OK, f"not on PATH (only goals that run {cli.name} need it)")
+    if found.version is None:
+        fix = f"check that {found.path} runs; install the tested version: {cli.install}"
+        return Finding(check, WARN, f"{found.path}: {found.problem}", fix)
+    if not cli.in_tested_range(found.version):
+        fix = f"install the tested version: {cli.install} (see {guide})"
+        finding = f"{found.version} at {found.path} is outside the tested range {cli.tested}"
+        return Finding(check, WARN, finding, fix)
+    return Finding(check, OK, f"{found.version} at {found.path} (tested: {cli.tested})")
 
 
 # --- the secret -------------------------------------------------------------------------
