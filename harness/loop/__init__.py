@@ -6,7 +6,8 @@ machine itself (`controller`) and how a step's end is recorded (`finish`), appen
 committing a goal's events (`recorder`), what a run hands the loop (`context`, `clock`),
 the step's prompt (`prompt`), budget arithmetic (`spend`), what a step must not change
 (`guards`), the terminal's live line (`progress`), running a step's command (`steps`),
-reading what an agent reports (`agents`), naming the failing test (`judge`) and the team's
+reading what an agent reports (`agents`), the agent CLIs it is tested with
+(`agents_support`), naming the failing test (`judge`) and the team's
 lessons (`lessons`).
 
 May import: every part below the command line (`harness.errors`, `harness.store`,

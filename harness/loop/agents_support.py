@@ -64,7 +64,7 @@ SUPPORTED: tuple[AgentCli, ...] = (
         "codex",
         "0.171.0",
         "npm install -g @openai/codex@0.171.0",
-        ("OPENAI_API_KEY", "CODEX_HOME", "HOME"),
+        ("CODEX_API_KEY", "OPENAI_API_KEY", "CODEX_HOME", "HOME"),
     ),
     AgentCli(
         "aider",

@@ -20,6 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from harness.commands.new import AGENTS
+from harness.loop.agents_support import SUPPORTED
 from harness.model.yamlload import load_yaml
 from tests.managed import Key
 from tests.pinned_agents import pinned_cli
@@ -201,3 +203,15 @@ def test_each_template_checks_once_objective_and_judge_are_filled(
         "note: goals/g1.yaml: not approved yet (run `harness approve g1 --key KEY`)",
         "ok: 1 goal(s), 1 owner key(s)",
     ]
+
+
+@pytest.mark.parametrize("tool", TOOLS)
+def test_each_agents_guide_page_shows_its_template_and_tested_version(tool: str) -> None:
+    page = (ROOT / "docs" / "guide" / "agents" / f"{tool}.md").read_text()
+    run, fmt, _ = AGENTS[tool]
+    assert f"build:\n  run:{run}\n  timeout: 30m\n  format: {fmt}\n" in page
+    [cli] = [c for c in SUPPORTED if c.name == tool]
+    assert f" {cli.pinned}**" in page  # "**Claude Code 2.1.332**"
+    assert f"**{cli.tested}**" in page
+    index = (ROOT / "docs" / "guide" / "README.md").read_text()
+    assert f"(agents/{tool}.md)" in index
