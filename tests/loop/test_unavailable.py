@@ -5,16 +5,19 @@ naming the cause. The agent is a real script printing Claude Code's real failure
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import timedelta
 
 import pytest
 
 from harness.loop.agents import parse_output
-from harness.record.cell import Unavailable
+from harness.record.cell import Cell, Unavailable, _mac, cell_bytes, parse_cell
 from harness.record.ledger import Ledger
 from harness.record.render import replay_chunks
+from harness.store.fsutil import canonical_json
 from tests.inprocess import InProcess
 from tests.managed import ManagedRepo, git
 from tests.outage import (
@@ -175,4 +178,22 @@ def test_claude_json_reads_an_api_failure_from_the_real_output(
     # Whatever the outcome, what claude reported is still read (and counted).
     assert (usage.turns, usage.cost_usd) == (
         (4, 0.040600000000000004) if expected is None else (1, 0)
+    )
+
+
+def test_a_cell_written_before_the_field_reads_as_none_and_the_record_round_trips() -> None:
+    key = b"k" * 32
+    old = json.loads(cell_bytes(Cell(goal="g1"), key))
+    del old["unavailable"], old["mac"]
+    old["mac"] = _mac(key, "g1", canonical_json(old))
+    assert parse_cell(canonical_json(old), "old", "g1", key).unavailable is None
+    waiting = Unavailable(2, 3, MESSAGE_429, "2030-01-01T00:03:11.000Z")
+    cell = replace(Cell(goal="g1"), unavailable=waiting)
+    assert parse_cell(cell_bytes(cell, key), "new", "g1", key) == cell
+    assert (
+        waiting.waiting("2030-01-01T00:03:10.999Z"),
+        waiting.waiting(waiting.retry_at or ""),
+    ) == (
+        True,
+        False,
     )
