@@ -25,6 +25,7 @@ from harness.model.goal import GOAL_ID_EXPECTED, goal_source
 from harness.model.wording import show_value
 from harness.record.cell import Cell, parse_cell
 from harness.record.events import TERMINAL, WAITING
+from harness.record.render import unavailable_text
 from harness.store.gitrepo import Repo
 from harness.store.lock import GoalLock
 from harness.trust.decisions import bound_to
@@ -187,6 +188,9 @@ def _run_one(
         if not quiet:
             err.write(f"harness: {goal_id}: {label}: {exc}\n")
         return {"id": goal_id, "result": label, "exit_code": exc.exit_code, "message": str(exc)}
+    waiting = cell.unavailable if cell.status == "running" and cell.unavailable else None
+    if waiting is not None and waiting.retry_at is not None and not quiet:
+        err.write(f"harness: {goal_id}: waiting: {unavailable_text(waiting)}\n")
     return {"id": goal_id, "result": "ok", "exit_code": 0, "status": cell.status, "gate": cell.gate}
 
 

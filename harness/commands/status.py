@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any, TextIO
 
 from harness.commands.session import Session, open_session
 from harness.loop.control import Control
-from harness.record.cell import Cell, parse_cell
+from harness.record.cell import Cell, Unavailable, parse_cell
+from harness.record.render import unavailable_text
 from harness.store.gitrepo import Repo, branch_heads, read_blobs
 from harness.store.lock import GoalLock
 from harness.trust.secret import Secret
@@ -88,16 +90,19 @@ def _row(
         "budget_limit": {k: getattr(cell.limit, k) for k in BUDGET_KEYS},
         "branch": branch,
         "head": heads.get(branch),
+        "unavailable": asdict(cell.unavailable) if cell.unavailable else None,
     }
 
 
 def _line(row: Mapping[str, Any]) -> str:
     used, limit = row["budget_used"], row["budget_limit"]
     budget = " ".join(f"{k}={_num(used[k])}/{_num(limit[k])}" for k in BUDGET_KEYS)
-    return (
+    line = (
         f"{row['id']} {row['status']} step={row['step'] or '-'} iteration={row['iteration']} "
         f"failing={row['failing_test'] or '-'} budget: {budget} gate={row['gate'] or '-'}"
     )
+    unavailable = row.get("unavailable")
+    return f"{line} {unavailable_text(Unavailable(**unavailable))}" if unavailable else line
 
 
 def _num(value: float) -> str:

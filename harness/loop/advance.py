@@ -76,7 +76,8 @@ def advance_goal(
             return runner.cell
         control.run_approval(goal)  # raises the precise refusal
     runner.start_or_revise(control.owners_sha256)
-    if cell.status == "running" and runner.cell.status == "running":
+    waiting = runner.retry_pending()  # the model API was unavailable; no try is due yet
+    if cell.status == "running" and runner.cell.status == "running" and not waiting:
         # It was left running by a process that is gone (a crash, a signal, --max-steps).
         runner.emit("goal.resumed", None, cell.iteration, {"runner": ctx.runner})
     if runner.cell.status in WAITING:

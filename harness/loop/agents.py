@@ -30,6 +30,9 @@ class Usage:
     error: str | None  # why something is missing or the agent reported failure
     session: str | None = None  # the agent's session id, when it reports one
     tokens: tuple[int, int, int] | None = None  # input, cached input, output (codex-jsonl)
+    # The tool's own message when its output shows the model API failed (rate limit,
+    # overload, 5xx, auth): the build is then "unavailable", not the agent's work.
+    unavailable: str | None = None
 
 
 NOTHING = Usage(None, None, None, None)
@@ -75,6 +78,7 @@ def combine(report: Usage | None, parsed: Usage) -> Usage:
         error=_bounded("; ".join(errors)) if errors else None,
         session=parsed.session,
         tokens=parsed.tokens,
+        unavailable=parsed.unavailable,
     )
 
 
@@ -158,7 +162,21 @@ def _claude_usage(stdout: str) -> Usage:
         summary=_summary(result.get("result")),
         error=_claude_error(result),
         session=_session(result.get("session_id")),
+        unavailable=_claude_unavailable(result),
     )
+
+
+def _claude_unavailable(result: dict[str, Any]) -> str | None:
+    # Claude Code 2.1 on a failed API call (seen for 429, 500, 529): is_error true,
+    # terminal_reason "api_error", api_error_status the HTTP status, subtype still
+    # "success", and the message in `result`. Either sign is enough.
+    status = result.get("api_error_status")
+    failed = result.get("terminal_reason") == "api_error" or _count(status) is not None
+    if result.get("is_error") is not True or not failed:
+        return None
+    message = result.get("result")
+    shown = message if isinstance(message, str) and message else f"API error {status!r}"
+    return _bounded(shown)
 
 
 def _session(value: Any) -> str | None:

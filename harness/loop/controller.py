@@ -20,7 +20,7 @@ from harness.errors import Busy, HarnessError, Interrupted
 from harness.loop.agents import Usage, read_report_file
 from harness.loop.clock import later
 from harness.loop.context import RunContext
-from harness.loop.finish import FINISH, MAX_LISTED_PATHS, Finisher, Ran
+from harness.loop.finish import FINISH, MAX_LISTED_PATHS, Finisher, Ran, unavailable_detail
 from harness.loop.guards import ChildRecord, GitConfigGuard
 from harness.loop.lessons import Lesson, select
 from harness.loop.progress import Progress
@@ -134,8 +134,18 @@ class GoalRunner(Finisher):
         while self.cell.status not in TERMINAL | WAITING:
             if self.ctx.max_steps is not None and self.steps_run >= self.ctx.max_steps:
                 break
+            if self.retry_pending():
+                break
             self.step_once()
         return self.cell
+
+    def retry_pending(self) -> bool:
+        """The last build found the model API unavailable and its next try is not due yet:
+        the goal is left alone (nothing is appended) until a run after `retry_at`."""
+        cell, unavailable = self.cell, self.cell.unavailable
+        if unavailable is None or cell.in_flight is not None or pending_classes(cell):
+            return False
+        return cell.step == "build" and unavailable.waiting(self.ctx.clock.now())
 
     def step_once(self) -> None:
         cell = self.cell
@@ -156,6 +166,11 @@ class GoalRunner(Finisher):
             )
         elif cell.step is None:
             self.done_gate()
+        elif cell.step == "build" and cell.unavailable and cell.unavailable.given_up():
+            # The last try is recorded; the process ended before its gate was.
+            unavailable = cell.unavailable
+            detail = unavailable_detail(unavailable.count, unavailable.message)
+            self.gate("needs_attention", "agent_unavailable", detail)
         elif cell.step == "build" and cell.no_progress_count >= cell.no_progress_passes:
             self.gate(
                 "needs_attention",

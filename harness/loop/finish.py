@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from harness.loop.agents import Usage, combine, parse_output
+from harness.loop.clock import later
 from harness.loop.context import RunContext
 from harness.loop.guards import is_protected
 from harness.loop.judge import first_failing_test
@@ -25,6 +26,12 @@ from harness.record.hydrate import GoalPaths, Loaded
 from harness.store.gitrepo import Worktree
 
 MAX_LISTED_PATHS = 200
+
+
+def unavailable_detail(tries: int, message: str) -> str:
+    """The agent_unavailable gate's detail: how often, and the tool's own words."""
+    times = "once" if tries == 1 else f"on {tries} tries in a row"
+    return f"the model API failed {times}: {message}"
 
 
 @dataclass(frozen=True)
@@ -94,7 +101,32 @@ class Finisher(Recorder):
         finished = (ran.step, ran.iteration, data)
         if self.tampered(ran.started, changed, exclude_own=False, finished=finished):
             return
-        self.finish(ran, data | self.destructive_data(ran.started))
+        data |= self.destructive_data(ran.started)
+        if usage.unavailable is not None:
+            self.finish_unavailable(ran, data, usage.unavailable)
+            return
+        self.finish(ran, data)
+
+    def finish_unavailable(self, ran: Ran, data: dict[str, Any], message: str) -> None:
+        """The model API failed: record it as such, and try again later or stop (loop.md).
+
+        What the build changed stays in the worktree, as a cut-off build's does: it was
+        checked like any build's change, and the next try continues from it."""
+        halt = self.goal.halt
+        tries = (self.cell.unavailable.count if self.cell.unavailable else 0) + 1
+        data = data | {
+            "result": "unavailable",
+            "unavailable": message,
+            "unavailable_try": tries,
+            "unavailable_tries": halt.unavailable_tries,
+        }
+        if tries < halt.unavailable_tries:
+            data["retry_at"] = later(self.ctx.clock.now(), halt.backoff_s(tries))
+        self.emit("step.finished", ran.step, ran.iteration, data)
+        if tries >= halt.unavailable_tries:
+            self.gate("needs_attention", "agent_unavailable", unavailable_detail(tries, message))
+        else:
+            self.checkpoint(f"{ran.step} {ran.iteration} unavailable (try {tries})")
 
     def destructive_data(self, base: str) -> dict[str, Any]:
         """What in this build's change falls in a destructive class (parks until unparked)."""

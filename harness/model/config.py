@@ -228,7 +228,7 @@ def _defaults_from(raw: Mapping[str, Any], source: str) -> Defaults:
         timeouts[step] = parse_duration(value, source, f"defaults.timeouts.{step}")
     return Defaults(
         budget=budget_from(raw.get("budget", {}), builtin.budget, source, "defaults.budget"),
-        halt=halt_from(raw.get("halt", {}), builtin.halt),
+        halt=halt_from(raw.get("halt", {}), builtin.halt, source, "defaults.halt"),
         timeouts=MappingProxyType(timeouts),
     )
 

@@ -135,7 +135,7 @@ def _goal_from(
     plan = _step_spec(raw.get("plan"), "plan", timeouts["plan"], source)
     ship = _step_spec(raw.get("ship"), "ship", timeouts["ship"], source)
     budget = budget_from(raw.get("budget", {}), defaults.budget, source, "budget")
-    halt = halt_from(raw.get("halt", {}), defaults.halt)
+    halt = halt_from(raw.get("halt", {}), defaults.halt, source, "halt")
     owner = _checked_owner(raw["owner"], owner_principals, source)
     expect_files = _expect_files(raw.get("expect", {}), source)
     return Goal(

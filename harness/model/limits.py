@@ -50,14 +50,31 @@ class Budget:
         }
 
 
+DEFAULT_UNAVAILABLE_TRIES = 3
+DEFAULT_UNAVAILABLE_BACKOFF_S = 300
+
+
 @dataclass(frozen=True)
 class Halt:
     no_progress_passes: int
     max_passes: int
+    # A build whose model API failed is tried again on a later run, after the backoff
+    # (doubling each time); after this many failed tries in a row the goal stops.
+    unavailable_tries: int = DEFAULT_UNAVAILABLE_TRIES
+    unavailable_backoff_s: int = DEFAULT_UNAVAILABLE_BACKOFF_S
 
     def __post_init__(self) -> None:
-        _require_positive_int("no_progress_passes", self.no_progress_passes)
-        _require_positive_int("max_passes", self.max_passes)
+        for name in (
+            "no_progress_passes",
+            "max_passes",
+            "unavailable_tries",
+            "unavailable_backoff_s",
+        ):
+            _require_positive_int(name, getattr(self, name))
+
+    def backoff_s(self, tries: int) -> int:
+        """How long to wait after the `tries`-th failed try in a row (1, 2, …)."""
+        return min(self.unavailable_backoff_s << min(max(tries - 1, 0), 32), MAX_DURATION_SECONDS)
 
 
 def _require_positive_int(name: str, value: object) -> None:
@@ -123,9 +140,14 @@ def _cost(value: int | float, source: str, key: str) -> float:
     return float(value)
 
 
-def halt_from(raw: Mapping[str, Any], default: Halt) -> Halt:
+def halt_from(raw: Mapping[str, Any], default: Halt, source: str, key: str) -> Halt:
     """A Halt from a schema-checked mapping, each missing value taken from `default`."""
+    backoff = default.unavailable_backoff_s
+    if "unavailable_backoff" in raw:
+        backoff = parse_duration(raw["unavailable_backoff"], source, f"{key}.unavailable_backoff")
     return Halt(
         no_progress_passes=raw.get("no_progress_passes", default.no_progress_passes),
         max_passes=raw.get("max_passes", default.max_passes),
+        unavailable_tries=raw.get("unavailable_tries", default.unavailable_tries),
+        unavailable_backoff_s=backoff,
     )

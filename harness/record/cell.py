@@ -48,6 +48,23 @@ class InFlight:
 
 
 @dataclass(frozen=True)
+class Unavailable:
+    """The model API failed on the last `count` builds in a row (`loop.md`)."""
+
+    count: int
+    tries: int  # the bound: at count == tries the goal stops at agent_unavailable
+    message: str  # the tool's own message, from the last of them
+    retry_at: str | None  # when the next try is due; None on the last try
+
+    def given_up(self) -> bool:
+        return self.count >= self.tries
+
+    def waiting(self, now: str) -> bool:
+        """Whether the next try is still to come at `now` (same ISO format: compares as text)."""
+        return not self.given_up() and self.retry_at is not None and now < self.retry_at
+
+
+@dataclass(frozen=True)
 class Cell:
     goal: str
     status: str = "pending"
@@ -76,6 +93,7 @@ class Cell:
     approved_classes: tuple[str, ...] = ()
     sessions: tuple[tuple[str, float, int], ...] = ()  # agent session → last reported totals
     lessons_given: tuple[str, ...] = ()  # lessons put into any build's prompt
+    unavailable: Unavailable | None = None  # the model API failed on the last builds
     position: Position = START
 
     def to_dict(self) -> dict[str, Any]:
@@ -205,6 +223,7 @@ _OPTIONAL: dict[str, Any] = {
     "approved_classes": [],
     "sessions": [],
     "lessons_given": [],
+    "unavailable": None,
 }
 
 
@@ -214,6 +233,7 @@ def _cell_from(raw: dict[str, Any], source: str) -> Cell:
         raw.pop("v")
         pos = raw.pop("position")
         flight = raw.pop("in_flight")
+        unavailable = raw.pop("unavailable")
         fields: dict[str, Any] = {k: v for k, v in raw.items() if k not in _TUPLES}
         fields.update({name: tuple(raw[name]) for name in _TUPLES[2:]})
         fields["sessions"] = tuple((str(n), c, int(t)) for n, c, t in raw["sessions"])
@@ -223,6 +243,7 @@ def _cell_from(raw: dict[str, Any], source: str) -> Cell:
             limit=_spend_from(raw["limit"], source, "limit", positive=raw["status"] != "pending"),
             position=Position(int(pos["seq"]), str(pos["hash"])),
             in_flight=InFlight(**flight) if flight is not None else None,
+            unavailable=Unavailable(**unavailable) if unavailable is not None else None,
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise TrustFailure(f"{source}: the cell's fields are malformed ({exc})") from None

@@ -58,6 +58,7 @@ GateReason = Literal[
     "owners_changed",
     "tamper",
     "read_only_violation",
+    "agent_unavailable",
 ]
 GATE_REASONS: Final[tuple[GateReason, ...]] = get_args(GateReason)
 DESTRUCTIVE_PREFIX: Final = "destructive:"
@@ -113,7 +114,7 @@ class StepCutoff(TypedDict):
     changed: list[str]
 
 
-StepResultWord = Literal["pass", "fail", "tamper", "violation"]
+StepResultWord = Literal["pass", "fail", "tamper", "violation", "unavailable"]
 
 
 class StepFinished(TypedDict):
@@ -139,6 +140,13 @@ class StepFinished(TypedDict):
     destructive_classes: NotRequired[list[str]]
     destructive_detail: NotRequired[str | None]
     destructive: NotRequired[list[str | None]]
+    # build, result "unavailable": the model API failed (the tool's own message); this was
+    # try `unavailable_try` of `unavailable_tries` in a row, the next is due at `retry_at`
+    # (absent on the last try: the goal stops at agent_unavailable)
+    unavailable: NotRequired[str]
+    unavailable_try: NotRequired[int]
+    unavailable_tries: NotRequired[int]
+    retry_at: NotRequired[str]
     # judge, review, plan
     failing_test: NotRequired[str | None]
     stdout_tail: NotRequired[str | None]

@@ -11,12 +11,13 @@ import hashlib
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar, cast
 
-from harness.record.cell import Cell, InFlight, Spend
+from harness.record.cell import Cell, InFlight, Spend, Unavailable
 from harness.record.events import AGENT_STEPS, EventType
 from harness.record.ledger import Event, Position
 
 MAX_NOTE_CHARS = 8_000
 MAX_SESSIONS = 50
+MAX_UNAVAILABLE_CHARS = 500
 
 
 _R = TypeVar("_R")
@@ -96,6 +97,7 @@ def _on_revised(cell: Cell, event: Event) -> Cell:
         destructive=tuple(data.get("command_classes", ())),
         destructive_detail=data.get("command_detail"),
         approved_classes=(),
+        unavailable=None,  # a new version (perhaps a fixed agent command) gets fresh tries
     )
 
 
@@ -164,13 +166,15 @@ def _on_step_finished(cell: Cell, event: Event) -> Cell:
         found = tuple(data.get("destructive_classes", ()))
         detail = data.get("destructive_detail")
         cell = _remember_session(cell, data)
+        cell = replace(cell, destructive=found, destructive_detail=detail)
+        if data.get("result") == "unavailable":
+            return _unavailable(cell, event)
         return replace(
             cell,
             step="judge",
             judge_passed=False,
             review_passed=False,
-            destructive=found,
-            destructive_detail=detail,
+            unavailable=None,  # it reached the model: the tries in a row start again
         )
     if step == "judge" and passed:
         after = "review" if "review" in cell.steps else None
@@ -195,6 +199,21 @@ def _on_step_finished(cell: Cell, event: Event) -> Cell:
     if step == "review":
         return _repair(cell, "(review findings)", data.get("stdout_tail"), data["tree"])
     return replace(cell, step=None)
+
+
+def _unavailable(cell: Cell, event: Event) -> Cell:
+    """The model API failed: not the agent's work. No judge runs, the build is tried again
+    at the same iteration, and its round is not counted (its seconds, cost and turns are)."""
+    data = event.data
+    used = replace(cell.used, iterations=max(0, min(cell.used.iterations, event.iteration - 1)))
+    before = cell.unavailable.count if cell.unavailable is not None else 0
+    unavailable = Unavailable(
+        count=before + 1,
+        tries=data["unavailable_tries"],
+        message=bounded(data.get("unavailable"), MAX_UNAVAILABLE_CHARS) or "",
+        retry_at=data.get("retry_at"),
+    )
+    return replace(cell, step="build", used=used, unavailable=unavailable)
 
 
 def _remember_session(cell: Cell, data: Mapping[str, Any]) -> Cell:
@@ -254,6 +273,8 @@ def _on_decision(cell: Cell, event: Event) -> Cell:
         cell = replace(cell, approved_classes=(*cell.approved_classes, crossed.split(":", 1)[1]))
     if crossed == "no_progress":
         cell = replace(cell, no_progress_count=0, no_progress_fingerprint=None)
+    if crossed == "agent_unavailable":
+        cell = replace(cell, unavailable=None)  # the owner asks for new tries, now
     return cell
 
 

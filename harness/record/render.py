@@ -7,7 +7,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, cast
 
-from harness.record.cell import Cell
+from harness.record.cell import Cell, Unavailable
 from harness.record.events import EventType
 from harness.record.fold import apply
 from harness.record.ledger import Event, Position, Record
@@ -38,8 +38,22 @@ def _step_finished(event: Event) -> str:
     if event.step == "build":
         cost = get("cost_usd", 0.0)
         line += f" cost=${cost:.4f} turns={get('turns', 0)} changed={len(get('changed', ()))}"
+    if get("result") == "unavailable":
+        tries = _tries(get("unavailable_try"), get("unavailable_tries"), get("retry_at"))
+        return f"{line} {tries}: {get('unavailable')}"
     failing = get("failing_test")
     return f"{line} failing={_clean(failing)}" if failing else line
+
+
+def _tries(count: object, tries: object, retry_at: object) -> str:
+    due = f", next after {retry_at}" if retry_at else ""
+    return f"(try {count} of {tries}{due})"
+
+
+def unavailable_text(unavailable: Unavailable) -> str:
+    """One line for `status` and the report: how often the model API failed, and why."""
+    u = unavailable
+    return _clean(f"model API unavailable {_tries(u.count, u.tries, u.retry_at)}: {u.message}")
 
 
 def _limits(data: Mapping[str, Any]) -> str:
@@ -168,6 +182,7 @@ class MarkdownReport:
             ("next step", cell.step or "-"),
             ("iteration", str(cell.iteration)),
             ("failing test", cell.failing_test or "-"),
+            *([("agent", unavailable_text(cell.unavailable))] if cell.unavailable else []),
             ("budget used", _budget(cell)),
             ("goal sha256", cell.goal_sha256 or "-"),
             ("ledger head", str(cell.position)),

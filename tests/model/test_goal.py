@@ -169,6 +169,23 @@ def test_budget_keys_given_override_only_themselves() -> None:
     assert goal.halt == Halt(no_progress_passes=2, max_passes=7)
 
 
+def test_halt_reads_the_unavailable_tries_and_backoff() -> None:
+    goal = parse(goal_bytes({"halt": {"unavailable_tries": 5, "unavailable_backoff": "2m"}}))
+    assert goal.halt == Halt(2, 50, unavailable_tries=5, unavailable_backoff_s=120)
+    # Each failed try in a row waits twice as long as the one before, up to a year.
+    assert [goal.halt.backoff_s(n) for n in (1, 2, 3, 4)] == [120, 240, 480, 960]
+    assert goal.halt.backoff_s(10**9) == 365 * 24 * 3600
+    assert parse(goal_bytes()).halt.unavailable_tries == 3
+    assert parse(goal_bytes()).halt.unavailable_backoff_s == 300
+
+
+def test_halt_unavailable_backoff_must_be_a_duration() -> None:
+    message = message_of(goal_bytes({"halt": {"unavailable_backoff": "soon"}}))
+    assert message == (
+        f"{SOURCE}: halt.unavailable_backoff: 'soon' is not a duration (expected {DURATION})"
+    )
+
+
 def test_run_as_a_list_is_argv_verbatim() -> None:
     goal = parse(goal_bytes({"build.run": ["sh", "-c", "echo $HOME; rm -rf x"]}))
     assert goal.build.run == ("sh", "-c", "echo $HOME; rm -rf x")
@@ -245,7 +262,11 @@ SCHEMA_CASES: list[tuple[dict[str, object], str]] = [
     ),
     ({"review": {"run": "r", "junit": "x"}}, "review: unknown key 'junit'"),
     ({"budget.max_cost": 1}, "budget: unknown key 'max_cost' (expected one of max_iterations,"),
-    ({"halt.max": 1}, "halt: unknown key 'max' (expected one of no_progress_passes, max_passes)"),
+    (
+        {"halt.max": 1},
+        "halt: unknown key 'max' (expected one of no_progress_passes, max_passes, "
+        "unavailable_tries, unavailable_backoff)",
+    ),
     ({"expect.dirs": []}, "expect: unknown key 'dirs' (expected one of files)"),
     ({"version": DELETE}, "version: required key is missing (expected 1)"),
     ({"id": DELETE}, "id: required key is missing (expected the goal id, equal to the file"),
@@ -299,6 +320,11 @@ SCHEMA_CASES: list[tuple[dict[str, object], str]] = [
     ({"budget.max_seconds": None}, f"budget.max_seconds: no value (expected {DURATION})"),
     ({"halt.max_passes": 0}, f"halt.max_passes: 0 is too small (expected {COUNT})"),
     ({"halt.no_progress_passes": -2}, "halt.no_progress_passes: -2 is too small"),
+    ({"halt.unavailable_tries": 0}, f"halt.unavailable_tries: 0 is too small (expected {COUNT})"),
+    (
+        {"halt.unavailable_backoff": 1.5},
+        f"halt.unavailable_backoff: got a number 1.5 (expected {DURATION})",
+    ),
     ({"halt": [1]}, "halt: got a list (expected a mapping with any of no_progress_passes"),
     ({"budget": 5}, "budget: got a whole number 5 (expected a mapping with any of max_iterations"),
     ({"expect.files": "src/x.py"}, "expect.files: got a string 'src/x.py' (expected a list of"),
@@ -622,7 +648,15 @@ def test_budget_refuses_a_limit_that_would_grant_a_fresh_allowance(
         Budget(**{**fields, **changes})
 
 
-@pytest.mark.parametrize("changes", [{"no_progress_passes": 0}, {"max_passes": -3}])
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"no_progress_passes": 0},
+        {"max_passes": -3},
+        {"unavailable_tries": 0},
+        {"unavailable_backoff_s": 0},
+    ],
+)
 def test_halt_refuses_a_non_positive_value(changes: dict[str, int]) -> None:
     with pytest.raises(ValueError, match=next(iter(changes))):
         Halt(**{"no_progress_passes": 2, "max_passes": 50, **changes})

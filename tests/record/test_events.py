@@ -50,6 +50,7 @@ def test_statuses_and_gates_are_the_contracts() -> None:
         "owners_changed",
         "tamper",
         "read_only_violation",
+        "agent_unavailable",
     }
 
 

@@ -41,6 +41,8 @@ def _step_label(event: Event) -> tuple[str, str]:
         return "timed out", "fail"
     if result in ("tamper", "violation"):
         return ("tamper" if result == "tamper" else "read-only violation"), "fail"
+    if result == "unavailable":
+        return "agent unavailable", "warn"
     if event.step == "build":
         code = data.get("exit_code")
         return ("done", "ok") if code == 0 else (f"exit {as_text(code)}", "fail")
@@ -64,6 +66,11 @@ def _step_detail(event: Event) -> str:
     data = event.data
     if data.get("result") in ("tamper", "violation"):
         return "changed: " + ", ".join(names(data.get("changed"))[:SHOWN_PATHS])
+    if data.get("result") == "unavailable":
+        count, tries = as_text(data.get("unavailable_try")), as_text(data.get("unavailable_tries"))
+        due = f", next after {as_text(data.get('retry_at'))}" if data.get("retry_at") else ""
+        message = as_text(data.get("unavailable"))
+        return f"model API unavailable (try {count} of {tries}{due}): {message}"
     if event.step == "build":
         error = as_text(data.get("agent_error"))
         return as_text(data.get("summary")) + (f"\nagent error: {error}" if error else "")
