@@ -86,9 +86,15 @@ def codex_env(home: Path, server: ModelServer) -> dict[str, str]:
     return {"CODEX_HOME": str(codex_home), "FAKE_OPENAI_KEY": "sk-test-not-a-key"}
 
 
+GIT_IDENTITY = "[user]\n\tname = Agent Tester\n\temail = agent@example.com\n"
+
+
 def aider_env(home: Path, server: ModelServer, aider: Path) -> dict[str, str]:
     # aider downloads its price list unless one is cached, and litellm fetches its own at
     # import unless LITELLM_LOCAL_MODEL_COST_MAP is set: both seen through the proxy.
+    # With no git identity aider writes user.name and user.email into the repository's
+    # .git/config itself (a tamper the harness stops at); a person's machine has one.
+    (home / ".gitconfig").write_text(GIT_IDENTITY)
     caches = home / ".aider" / "caches"
     caches.mkdir(parents=True)
     venv = aider.resolve().parent.parent
