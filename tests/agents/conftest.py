@@ -1,0 +1,100 @@
+"""The conformance suite's fixtures: the installed agent CLIs, isolated homes, the server.
+
+A tool that is not installed skips its tests with the reason, except under CI
+(`CI=true`), where a skip would hide that the suite did not run: there it fails.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.agents import commands, tools
+from tests.agents.scenario import JUDGE_WITH_URL, Scenario
+from tests.fakes.script import Script
+from tests.fakes.server import ModelServer
+from tests.managed import ManagedFactory, base_goal
+
+ScenarioFactory = Callable[..., Scenario]
+
+
+def require(tool: str) -> Path:
+    cache = tools.cache_dir()
+    found = tools.binary(tool, cache)
+    if found is not None:
+        return found
+    why = f"{tool} is not installed in {cache} (run scripts/install-agents)"
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"CI=true: {why}")
+    pytest.skip(why)
+
+
+@pytest.fixture
+def server() -> Iterator[ModelServer]:
+    with ModelServer(Script()) as running:
+        yield running
+
+
+@pytest.fixture
+def home() -> Iterator[Path]:
+    """A fresh HOME below the agents' cache folder (not under /tmp: codex refuses that)."""
+    base = tools.cache_dir() / "test-homes"
+    base.mkdir(parents=True, exist_ok=True)
+    made = Path(tempfile.mkdtemp(prefix="home-", dir=base))
+    yield made
+    shutil.rmtree(made, ignore_errors=True)
+
+
+def _tool_env(tool: str, binary: Path, home: Path, server: ModelServer) -> dict[str, str]:
+    bin_dir = home / "bin"  # the tool alone on PATH, not its venv's python
+    bin_dir.mkdir()
+    (bin_dir / tool).symlink_to(binary)
+    env = {"HOME": str(home), "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+    env |= tools.no_outbound(server) | {"TEST_DOCS_URL": server.url + "/docs/value-page"}
+    if tool == "claude":
+        return env | tools.claude_env(home, server)
+    if tool == "codex":
+        return env | tools.codex_env(home, server)
+    return env | tools.aider_env(home, server, binary)
+
+
+def _scenario_factory(
+    tool: str, managed: ManagedFactory, server: ModelServer, home: Path
+) -> ScenarioFactory:
+    binary = require(tool)
+
+    def make(
+        *,
+        resume: bool = False,
+        budget: dict[str, Any] | None = None,
+        files: dict[str, str] | None = None,
+    ) -> Scenario:
+        goal = base_goal() | {"build": commands.build(tool, resume=resume) | {"timeout": "150s"}}
+        goal["budget"] = goal["budget"] | (budget or {})
+        repo_files = {"value.txt": "unset\n", "judge.py": JUDGE_WITH_URL, **(files or {})}
+        repo = managed(goal=goal, files=repo_files)
+        repo.env.update(_tool_env(tool, binary, home, server))
+        return Scenario(repo, server, home)
+
+    return make
+
+
+@pytest.fixture
+def claude(managed: ManagedFactory, server: ModelServer, home: Path) -> ScenarioFactory:
+    return _scenario_factory("claude", managed, server, home)
+
+
+@pytest.fixture
+def codex(managed: ManagedFactory, server: ModelServer, home: Path) -> ScenarioFactory:
+    return _scenario_factory("codex", managed, server, home)
+
+
+@pytest.fixture
+def aider(managed: ManagedFactory, server: ModelServer, home: Path) -> ScenarioFactory:
+    return _scenario_factory("aider", managed, server, home)

@@ -1,0 +1,95 @@
+"""aider, the real CLI, driven through `harness run` against the scripted server."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from tests.agents.conftest import ScenarioFactory
+from tests.agents.scenario import Scenario
+from tests.fakes.chat import edit
+from tests.fakes.script import Tokens, fail, say
+
+# openai/gpt-4o in aider's (litellm's) price list: $2.50 in, $10 out per million tokens.
+CALL = Tokens(1000, 50)
+CALL_USD = 0.003
+SESSION_COST = re.compile(r"Cost: \$([0-9.]+) message, \$([0-9.]+) session\.")
+
+
+def write_then_fix(scenario: Scenario) -> None:
+    """Build 1 edits in the wrong value, the repair build the right one: one call each."""
+    scenario.server.script.extend(
+        [
+            say("Setting it.\n\n" + edit("value.txt", "unset\n", "wrong\n"), CALL),
+            say("Fixing it.\n\n" + edit("value.txt", "wrong\n", "right\n"), CALL),
+        ]
+    )
+
+
+def test_aider_fixes_on_the_second_try_with_only_the_goal_changed(aider: ScenarioFactory) -> None:
+    scenario = aider()
+    write_then_fix(scenario)
+    run = scenario.run()
+    assert run.returncode == 0, run.stderr
+    assert scenario.repo.status()["status"] == "completed"
+    assert scenario.on_branch("value.txt") == "right"
+    assert scenario.repo.count("judge") == ["1", "2"]
+    # aider's own files (.aider*) and .gitignore edits are not part of the goal's change
+    assert scenario.goal_change() == ["value.txt"]
+    assert scenario.on_branch(".gitignore") == "__pycache__/\n/.harness/worktrees/".strip()
+    assert not list(scenario.repo.worktree.glob(".aider*"))
+    # the repair prompt carried the judge's "Docs:" URL; aider did not follow it, and made
+    # no request but its two model calls (no price download, no update check)
+    calls = scenario.server.model_calls("chat")
+    assert scenario.server.url + "/docs/value-page" in json.dumps(calls[1].body)
+    assert [(c.path, c.status, c.stream) for c in calls] == [
+        ("/v1/chat/completions", 200, False)
+    ] * 2
+    assert scenario.server.others() == []
+
+
+def test_aider_without_a_git_identity_writes_git_config_and_is_stopped(
+    aider: ScenarioFactory,
+) -> None:
+    scenario = aider(budget={"max_iterations": 1})
+    (scenario.home / ".gitconfig").unlink()
+    write_then_fix(scenario)
+    scenario.run()
+    status = scenario.repo.status()
+    assert (status["status"], status["gate"]) == ("needs_attention", "tamper")
+    [build] = scenario.builds()
+    assert build["result"] == "tamper"
+    assert build["touched"] == [str(scenario.repo.root / ".git" / "config")]
+    assert "user.name" not in (scenario.repo.root / ".git" / "config").read_text()
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="issue 11: aider prints `Cost: $0.0030 message, $0.0030 session.` per call but the "
+    "harness reads nothing from the `aider` format: the budget's cost stays $0",
+)
+def test_aider_budget_is_its_printed_cost(aider: ScenarioFactory) -> None:
+    scenario = aider()
+    write_then_fix(scenario)
+    scenario.run()
+    sessions = [SESSION_COST.findall(b["output_tail"])[-1][1] for b in scenario.builds()]
+    assert sessions == ["0.0030", "0.0030"]
+    assert scenario.used()["cost_usd"] == pytest.approx(2 * CALL_USD)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="issue 11: aider retries an outage for ~80 s, then exits 0 without a Tokens line; "
+    "the harness records a normal build and runs the judge on it",
+)
+def test_aider_api_outage_spends_no_iteration(aider: ScenarioFactory) -> None:
+    # aider has no retry knob: its own backoff runs until 60 s of delay (about 80 s, 27 calls)
+    scenario = aider(budget={"max_iterations": 1})
+    scenario.server.script.default = fail(500)
+    run = scenario.run()
+    assert {c.status for c in scenario.server.model_calls()} == {500}
+    assert scenario.repo.count("judge") == []
+    assert scenario.used()["iterations"] == 0
+    assert "500" in run.stdout

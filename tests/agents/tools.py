@@ -1,0 +1,109 @@
+"""Where the installed agent CLIs are, and the isolated environment each one runs in.
+
+The CLIs come from scripts/install-agents, which writes `agents.env` (KEY=path lines) into
+its cache folder ($HARNESS_AGENTS_CACHE, else ~/.cache/goal-harness/agents). Each test
+gets its own HOME (and CODEX_HOME) below that cache folder, not under /tmp (codex refuses
+to make its helper binaries under a temporary folder), pointing the tool at the scripted
+server; every proxy variable points at the server too, so any other request a tool makes
+is recorded and refused, never sent.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+from tests.fakes.server import ModelServer
+
+TOOLS = {"claude": "CLAUDE_BIN", "codex": "CODEX_BIN", "aider": "AIDER_BIN"}
+
+
+def cache_dir() -> Path:
+    configured = os.environ.get("HARNESS_AGENTS_CACHE")
+    return Path(configured) if configured else Path.home() / ".cache" / "goal-harness" / "agents"
+
+
+def installed(cache: Path) -> dict[str, str]:
+    """KEY=value lines of `agents.env`; empty when the installer never ran."""
+    try:
+        text = (cache / "agents.env").read_text()
+    except FileNotFoundError:
+        return {}
+    pairs = (line.split("=", 1) for line in text.splitlines() if "=" in line)
+    return {key: value for key, value in pairs}
+
+
+def binary(tool: str, cache: Path) -> Path | None:
+    """The tool's installed binary, when it is there and executable."""
+    path = installed(cache).get(TOOLS[tool])
+    return Path(path) if path and os.access(path, os.X_OK) else None
+
+
+def no_outbound(server: ModelServer) -> dict[str, str]:
+    proxies = {name: server.url for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY")}
+    proxies |= {name.lower(): value for name, value in proxies.items()}
+    return proxies | {"NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost"}
+
+
+def claude_env(home: Path, server: ModelServer) -> dict[str, str]:
+    return {
+        "ANTHROPIC_BASE_URL": server.url,
+        "ANTHROPIC_API_KEY": "sk-ant-test-not-a-key",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        "DISABLE_AUTOUPDATER": "1",
+        "DISABLE_TELEMETRY": "1",
+        "CLAUDE_CODE_MAX_RETRIES": "1",  # default 10: about 3 minutes of backoff on a 529
+        "IS_SANDBOX": "1",  # as root, --dangerously-skip-permissions needs it
+    }
+
+
+CODEX_CONFIG = """\
+model = "gpt-5.5"
+model_provider = "fake"
+check_for_update_on_startup = false
+
+[analytics]
+enabled = false
+
+[model_providers.fake]
+name = "fake"
+base_url = "{url}/v1"
+wire_api = "responses"
+env_key = "FAKE_OPENAI_KEY"
+request_max_retries = 1
+stream_max_retries = 1
+stream_idle_timeout_ms = 20000
+"""
+
+
+def codex_env(home: Path, server: ModelServer) -> dict[str, str]:
+    # A custom provider: codex ignores OPENAI_BASE_URL. gpt-5.5 is in codex's catalog
+    # (another name gets fallback metadata and no apply_patch tool).
+    codex_home = home / "codex"
+    codex_home.mkdir()
+    (codex_home / "config.toml").write_text(CODEX_CONFIG.format(url=server.url))
+    return {"CODEX_HOME": str(codex_home), "FAKE_OPENAI_KEY": "sk-test-not-a-key"}
+
+
+GIT_IDENTITY = "[user]\n\tname = Agent Tester\n\temail = agent@example.com\n"
+
+
+def aider_env(home: Path, server: ModelServer, aider: Path) -> dict[str, str]:
+    # aider downloads its price list unless one is cached, and litellm fetches its own at
+    # import unless LITELLM_LOCAL_MODEL_COST_MAP is set: both seen through the proxy.
+    # With no git identity aider writes user.name and user.email into the repository's
+    # .git/config itself (a tamper the harness stops at); a person's machine has one.
+    (home / ".gitconfig").write_text(GIT_IDENTITY)
+    caches = home / ".aider" / "caches"
+    caches.mkdir(parents=True)
+    venv = aider.resolve().parent.parent
+    bundled = next(
+        venv.glob("lib/python3*/site-packages/litellm/model_prices_and_context_window_backup.json")
+    )
+    shutil.copyfile(bundled, caches / "model_prices_and_context_window.json")
+    return {
+        "OPENAI_API_BASE": server.url + "/v1",
+        "OPENAI_API_KEY": "sk-test-not-a-key",
+        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+    }
