@@ -167,3 +167,18 @@ def test_claude_killed_by_its_timeout_counts_what_it_recorded(
     # the killed build's cost-state ($0.0204, 2 calls) plus the next build's $0.005, 1 turn
     assert used["cost_usd"] == pytest.approx(0.0254)
     assert used["turns"] == 3
+
+
+def test_codex_output_over_a_mebibyte_is_still_counted_once(
+    managed: ManagedFactory, tmp_path: Path
+) -> None:
+    # The resumed build's real lines with a real command_execution item repeated past 1 MiB
+    # between thread.started and turn.completed: a tail would lose the thread id.
+    first, *rest = (DATA / "codex/resume-2.out").read_text().splitlines(keepends=True)
+    item = (DATA / "codex/edit-ww.out").read_text().splitlines(keepends=True)[4]
+    padded = tmp_path / "resume-2-padded.out"
+    padded.write_text(first + item * (1_200_000 // len(item)) + "".join(rest))
+    assert padded.stat().st_size > 1_200_000
+    used = _run(managed, "codex-jsonl", ["codex/resume-1.out", str(padded)], PRICES)
+    assert used["cost_usd"] == pytest.approx(0.0024)
+    assert used["turns"] == 2
