@@ -11,13 +11,14 @@ from __future__ import annotations
 import hashlib
 import shutil
 import tempfile
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from harness import failpoints
 from harness.errors import Busy, HarnessError, Interrupted
-from harness.loop.agents import Usage, read_report_file
+from harness.loop.agents import Meter, Usage, read_report_file
 from harness.loop.clock import later
 from harness.loop.context import RunContext
 from harness.loop.finish import FINISH, MAX_LISTED_PATHS, Finisher, Ran, unavailable_detail
@@ -26,7 +27,7 @@ from harness.loop.lessons import Lesson, select
 from harness.loop.progress import Progress
 from harness.loop.prompt import build_prompt
 from harness.loop.recorder import call_id, fit_text
-from harness.loop.spend import budget_limits
+from harness.loop.spend import budget_limits, remaining_env
 from harness.loop.steps import StepResult, child_env, run_step
 from harness.model.goal import BuildSpec, Goal, JudgeSpec, StepSpec
 from harness.record.cell import Cell, pending_classes
@@ -320,14 +321,14 @@ class GoalRunner(Finisher):
         failpoints.hit(f"in_{step}")
         guard = GitConfigGuard(self.wt.guarded_files())
         try:
-            result, report = self.execute(step, iteration, cid)
+            result, report, agent = self.execute(step, iteration, cid)
         except Interrupted as stop:
             # The step's group is already ended (steps.run_step); the step stays in flight,
             # so the next run handles it as cut off (a ship step: outcome unknown).
             self.emit("step.interrupted", step, iteration, {"call_id": cid, "signal": stop.name})
             self.checkpoint(f"{step} {iteration} interrupted by {stop.name}")
             raise
-        ran = Ran(step, iteration, cid, started, before, result, report)
+        ran = Ran(step, iteration, cid, started, before, result, report, agent)
         touched = guard.changed()
         if touched:
             # Before any git call: a changed config could make git run the agent's commands.
@@ -346,8 +347,10 @@ class GoalRunner(Finisher):
             raise HarnessError(f"goal {self.goal.id}: the goal file has no {step} step")
         return spec
 
-    def execute(self, step: StepName, iteration: int, cid: str) -> tuple[StepResult, Usage | None]:
-        """Run the step's command; its result and what it wrote to HARNESS_REPORT_FILE."""
+    def execute(
+        self, step: StepName, iteration: int, cid: str
+    ) -> tuple[StepResult, Usage | None, Usage | None]:
+        """Run the step's command: its result, its HARNESS_REPORT_FILE, a build's spend."""
         spec = self.spec(step)
         scratch = Path(tempfile.mkdtemp(prefix=f"harness-{self.goal.id}-"))
         prompt = build_prompt(self.goal, self.cell, self.given)
@@ -362,8 +365,10 @@ class GoalRunner(Finisher):
                 "HARNESS_PROMPT_FILE": str(scratch / "prompt.txt"),
                 "HARNESS_REPORT_FILE": str(scratch / "report.json"),
                 "HARNESS_CALL_ID": cid,
-            },
+            }
+            | remaining_env(self.cell),
         )
+        meter = self.meter(env) if step == "build" else None
         children = ChildRecord(self.ctx.control.repo.harness_dir() / "locks", self.goal.id)
         progress = Progress(self.ctx.progress, self.progress_text(step, iteration))
 
@@ -373,13 +378,25 @@ class GoalRunner(Finisher):
 
         try:
             result = run_step(
-                spec.run, self.wt.path, env, prompt.encode(), spec.timeout_s, on_start=started
+                spec.run,
+                self.wt.path,
+                env,
+                prompt.encode(),
+                spec.timeout_s,
+                on_start=started,
+                on_stdout=meter.feed if meter else None,
             )
-            return result, read_report_file(scratch / "report.json")
+            spent = meter.finish() if meter else None
+            return result, read_report_file(scratch / "report.json"), spent
         finally:
             progress.stop()
             children.clear()
             shutil.rmtree(scratch, ignore_errors=True)
+
+    def meter(self, env: dict[str, str]) -> Meter:
+        """Reads the build's stdout as it arrives; `since` dates the tool's own records."""
+        prices = self.ctx.control.config.prices
+        return Meter(self.goal.build.format, env, self.wt.path, time.time(), prices)
 
     def progress_text(self, step: str, iteration: int) -> Callable[[float], str]:
         used, limit = self.cell.used, self.cell.limit

@@ -8,7 +8,7 @@ tree alone. Each step's handler is in `FINISH`.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from harness.loop.agents import Usage, combine, parse_output
@@ -45,6 +45,7 @@ class Ran:
     before: str | None  # the work tree id before a read-only step
     result: StepResult
     report: Usage | None  # what the step wrote to HARNESS_REPORT_FILE
+    agent: Usage | None = None  # a build's spend, read from its output as it ran
 
     @property
     def passed(self) -> bool:
@@ -83,14 +84,12 @@ class Finisher(Recorder):
         self.checkpoint(f"{ran.step} {ran.iteration} finished")
 
     def finish_build(self, ran: Ran) -> None:
-        usage = combine(ran.report, parse_output(self.goal.build.format, ran.result.stdout_tail))
-        prices = self.ctx.control.config.prices
-        if usage.cost_usd is None and usage.tokens is not None and prices is not None:
-            usage = replace(usage, cost_usd=prices.cost(*usage.tokens))
+        agent = ran.agent or parse_output(self.goal.build.format, ran.result.stdout_tail)
+        usage = combine(ran.report, agent)
         changed = self.changed_since(ran.started)
         data = (
             ran.data()
-            | spend_data(self.cell, usage)
+            | spend_data(self.cell, usage, self.ctx.control.config.prices)
             | {
                 "summary": fit_text(usage.summary, 4000),
                 "agent_error": usage.error,

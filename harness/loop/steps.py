@@ -2,9 +2,11 @@
 
 How output is captured: the child's stdout and stderr are two pipes that the parent
 reads with a selector as data arrives. Every chunk goes into two bounded tail buffers:
-one for stdout alone (`stdout_tail`, the last `stdout_keep_bytes`, large enough to parse
-an agent's closing JSON report) and one for both streams in the order the parent read
-them (`output_tail`, the last `tail_bytes`, small enough for a ledger event). Memory stays
+one for stdout alone (`stdout_tail`, the last `stdout_keep_bytes`) and one for both
+streams in the order the parent read them (`output_tail`, the last `tail_bytes`, small
+enough for a ledger event). Every stdout chunk also goes, as read, to the caller's
+`on_stdout` sink when there is one (an agent's output is parsed there as a stream, so
+nothing depends on what a tail kept). Memory stays
 bounded whatever the child writes, nothing touches the disk, and because both pipes are
 always drained the child can never block on a full pipe. Writes to the two streams within
 the same instant may be read in either order; anything else keeps its written order.
@@ -119,12 +121,18 @@ class _Child:
     """One running child: its pipes, its tails, and exit detection without reaping."""
 
     def __init__(
-        self, proc: subprocess.Popen[bytes], clock: Clock, out: _Tail, both: _Tail
+        self,
+        proc: subprocess.Popen[bytes],
+        clock: Clock,
+        out: _Tail,
+        both: _Tail,
+        sink: Callable[[bytes], None] | None = None,
     ) -> None:
         self.proc = proc
         self.clock = clock
         self.out = out
         self.both = both
+        self.sink = sink
         self.selector = selectors.DefaultSelector()
         for stream, is_stdout in ((proc.stdout, True), (proc.stderr, False)):
             assert stream is not None
@@ -159,6 +167,8 @@ class _Child:
                 continue
             if key.data:
                 self.out.add(chunk)
+                if self.sink is not None:
+                    self.sink(chunk)
             self.both.add(chunk)
 
     def run_until(self, deadline: float, *, need_eof: bool) -> bool:
@@ -199,6 +209,7 @@ def run_step(
     stdout_keep_bytes: int = 1_048_576,
     clock: Callable[[], float] = time.monotonic,
     on_start: Callable[[int], None] | None = None,
+    on_stdout: Callable[[bytes], None] | None = None,
 ) -> StepResult:
     """Run `argv` in `cwd` with a timeout and bounded capture; see the module docstring.
 
@@ -213,7 +224,7 @@ def run_step(
         proc = _start(argv, cwd, env, stdin)
     except OSError as exc:
         return _not_started(argv, cwd, exc, clock() - started)
-    child = _Child(proc, clock, out, both)
+    child = _Child(proc, clock, out, both, on_stdout)
     try:
         if on_start is not None:
             on_start(proc.pid)

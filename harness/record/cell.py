@@ -12,7 +12,7 @@ import hmac
 import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from harness.errors import TrustFailure
 from harness.record.events import STATUSES
@@ -45,6 +45,33 @@ class InFlight:
     base: str
     runner: str = ""  # which clone runs it: "<host>:<git common dir>"
     lease_until: str = ""  # after this time another clone may take the step over
+
+
+class SessionTotals(NamedTuple):
+    """The running totals an agent session last reported, to turn the next into an increase.
+
+    Stored as `[name, cost_usd, turns]`, plus `[input, cached input, output]` tokens when
+    the agent reports token totals (codex); cells written before tokens read the same.
+    """
+
+    name: str
+    cost_usd: float
+    turns: int
+    tokens: tuple[int, int, int] | None = None
+
+    def to_list(self) -> list[Any]:
+        head: list[Any] = [self.name, self.cost_usd, self.turns]
+        return head if self.tokens is None else [*head, list(self.tokens)]
+
+    @classmethod
+    def from_list(cls, raw: Any) -> SessionTotals:
+        name, cost_usd, turns, *rest = raw
+        if len(rest) > 1:
+            raise ValueError(f"a session entry has {len(raw)} fields, expected 3 or 4")
+        tokens = tuple(int(n) for n in rest[0]) if rest else None
+        if tokens is not None and len(tokens) != 3:
+            raise ValueError("a session entry's tokens must be 3 numbers")
+        return cls(str(name), float(cost_usd), int(turns), tokens)
 
 
 @dataclass(frozen=True)
@@ -91,7 +118,7 @@ class Cell:
     destructive: tuple[str, ...] = ()
     destructive_detail: str | None = None
     approved_classes: tuple[str, ...] = ()
-    sessions: tuple[tuple[str, float, int], ...] = ()  # agent session → last reported totals
+    sessions: tuple[SessionTotals, ...] = ()  # agent session → last reported totals
     lessons_given: tuple[str, ...] = ()  # lessons put into any build's prompt
     unavailable: Unavailable | None = None  # the model API failed on the last builds
     position: Position = START
@@ -100,7 +127,7 @@ class Cell:
         raw = asdict(self)
         for name in _TUPLES[2:]:
             raw[name] = list(getattr(self, name))
-        raw["sessions"] = [list(entry) for entry in self.sessions]
+        raw["sessions"] = [entry.to_list() for entry in self.sessions]
         raw["position"] = {"seq": self.position.seq, "hash": self.position.hash}
         return raw
 
@@ -236,7 +263,7 @@ def _cell_from(raw: dict[str, Any], source: str) -> Cell:
         unavailable = raw.pop("unavailable")
         fields: dict[str, Any] = {k: v for k, v in raw.items() if k not in _TUPLES}
         fields.update({name: tuple(raw[name]) for name in _TUPLES[2:]})
-        fields["sessions"] = tuple((str(n), c, int(t)) for n, c, t in raw["sessions"])
+        fields["sessions"] = tuple(SessionTotals.from_list(entry) for entry in raw["sessions"])
         cell = Cell(
             **fields,
             used=_spend_from(raw["used"], source, "used", positive=False),

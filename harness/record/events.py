@@ -121,7 +121,7 @@ class StepFinished(TypedDict):
     """Every step's result; a build adds its spend and change, a judge its failing test."""
 
     call_id: str
-    exit_code: int
+    exit_code: int | None  # None: killed by its timeout or a signal
     timed_out: bool
     duration_s: float
     output_tail: str | None
@@ -135,6 +135,8 @@ class StepFinished(TypedDict):
     session: NotRequired[str]
     reported_cost_usd: NotRequired[float | None]
     reported_turns: NotRequired[int | None]
+    reported_tokens: NotRequired[list[int]]  # the session's token totals (codex)
+    spend_evidence: NotRequired[str]  # how the spend was told apart (docs/specs/agents.md)
     summary: NotRequired[str | None]
     agent_error: NotRequired[str | None]
     destructive_classes: NotRequired[list[str]]

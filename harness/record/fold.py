@@ -11,7 +11,7 @@ import hashlib
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar, cast
 
-from harness.record.cell import Cell, InFlight, Spend, Unavailable
+from harness.record.cell import Cell, InFlight, SessionTotals, Spend, Unavailable
 from harness.record.events import AGENT_STEPS, EventType
 from harness.record.ledger import Event, Position
 
@@ -221,8 +221,14 @@ def _remember_session(cell: Cell, data: Mapping[str, Any]) -> Cell:
     session = data.get("session")
     if not session:
         return cell
-    kept = [s for s in cell.sessions if s[0] != session]
-    entry = (session, data.get("reported_cost_usd") or 0.0, data.get("reported_turns") or 0)
+    kept = [s for s in cell.sessions if s.name != session]
+    tokens = data.get("reported_tokens")  # absent in records written before tokens were kept
+    entry = SessionTotals(
+        session,
+        data.get("reported_cost_usd") or 0.0,
+        data.get("reported_turns") or 0,
+        (int(tokens[0]), int(tokens[1]), int(tokens[2])) if tokens else None,
+    )
     return replace(cell, sessions=(*kept, entry)[-MAX_SESSIONS:])
 
 
