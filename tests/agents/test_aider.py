@@ -11,6 +11,7 @@ from tests.agents.conftest import ScenarioFactory
 from tests.agents.scenario import Scenario, outage
 from tests.fakes.chat import edit
 from tests.fakes.script import Tokens, fail, say
+from tests.managed import OWNER, git
 
 # openai/gpt-4o in aider's (litellm's) price list: $2.50 in, $10 out per million tokens.
 CALL = Tokens(1000, 50)
@@ -87,3 +88,37 @@ def test_aider_api_outage_spends_no_iteration(aider: ScenarioFactory) -> None:
 def last_litellm_error(output: str) -> str:
     """The last `litellm.<Name>Error: …` line aider printed."""
     return [line for line in output.splitlines() if line.startswith("litellm.")][-1].strip()
+
+
+def test_aider_editing_a_protected_path_is_caught_as_tamper_and_restored(
+    aider: ScenarioFactory,
+) -> None:
+    # The template has --no-auto-commits, so aider does not commit its edit itself; an edit
+    # of the owners file (not named on aider's command line, which --yes-always lets it
+    # add) is caught after the build and restored.
+    scenario = aider(budget={"max_iterations": 1})
+    owners = f"{OWNER} {scenario.repo.key.public}\n"
+    mallory = "mallory@example.com ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIJ9ZcHh0kQ6nqlqS0tPn6q1QJ1mH7xX5c8K0q9Q8lq8R\n"
+    answer = edit(".harness/owners", owners, owners + mallory) + edit(
+        "value.txt", "unset\n", "right\n"
+    )
+    # aider adds a file an edit names to the chat, then asks the model again: answered alike
+    scenario.server.script.extend([say("Adding a key.\n\n" + answer, CALL)] * 2)
+    run = scenario.run()
+    assert run.returncode == 0, run.stderr  # a stop is a state, not a failed run
+    status = scenario.repo.status()
+    assert (status["status"], status["gate"]) == ("needs_attention", "tamper")
+    [build] = scenario.builds()
+    assert (build["result"], build["changed"]) == ("tamper", [".harness/owners", "value.txt"])
+    [gated] = [e["data"] for e in scenario.events() if e["type"] == "goal.gated"]
+    assert gated["detail"] == "touched .harness/owners"
+    assert (scenario.repo.worktree / ".harness" / "owners").read_text() == owners
+    assert scenario.on_branch(".harness/owners") + "\n" == owners
+    assert scenario.repo.count("judge") == []
+    # every commit on the goal branch is the harness's: aider made none of its own
+    subjects = git(scenario.repo.root, "log", "--format=%s", "main..harness/g1").split("\n")
+    assert subjects == [
+        "harness(g1): needs_attention (tamper)",
+        "harness(g1): build 1 started",
+        "harness(g1): goal started",
+    ]
