@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -92,3 +93,30 @@ def test_claude_api_outage_spends_no_iteration(claude: ScenarioFactory, status: 
     assert message.startswith(expected[status])
     # CLAUDE_CODE_MAX_RETRIES=1: two calls per build, each answered `status`
     assert [c.status for c in scenario.server.model_calls()] == [status] * 4
+
+
+def test_claude_killed_by_its_timeout_counts_what_its_transcript_recorded(
+    claude: ScenarioFactory,
+) -> None:
+    # Two paid calls, then the server stalls: the build is killed by its timeout and
+    # prints no result. Claude wrote each message and, on SIGTERM, the session's cost.
+    scenario = claude(budget={"max_iterations": 1}, timeout="12s")
+    read = call("Read", {"file_path": str(scenario.worktree_file)}, CALL)
+    scenario.server.script.extend([read, read])
+    scenario.server.script.default = say("too late", delay_s=120)
+    scenario.run()
+    [build] = scenario.builds()
+    assert (build["timed_out"], build["output_tail"]) == (True, "")
+    recorded = transcript_cost(scenario.home, build["session"])
+    assert recorded == 2 * CALL_USD
+    assert (build["cost_usd"], build["turns"]) == (recorded, 2)
+    assert scenario.used()["cost_usd"] == recorded
+    # the two scripted replies, then the stalled default (None) the kill cut off
+    assert [c.reply for c in scenario.server.model_calls()] == [0, 1, None]
+
+
+def transcript_cost(home: Path, session: str) -> float:
+    """The session's cost as claude last wrote it in its transcript (`cost-state`)."""
+    [transcript] = (home / ".claude" / "projects").glob(f"*/{session}.jsonl")
+    states = [json.loads(line) for line in transcript.read_text().splitlines()]
+    return float([s for s in states if s.get("type") == "cost-state"][-1]["totalCostUSD"])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -139,3 +140,34 @@ def failed_turn(output: str) -> str:
     events = [json.loads(line) for line in output.splitlines() if line.startswith("{")]
     [failed] = [e for e in events if e["type"] == "turn.failed"]
     return str(failed["error"]["message"])
+
+
+def test_codex_killed_by_its_timeout_counts_what_its_rollout_recorded(
+    codex: ScenarioFactory,
+) -> None:
+    # Two paid calls (a patch, a command), then the server stalls: the build is killed by
+    # its timeout before any turn ends; codex's rollout holds each response's usage.
+    scenario = codex(
+        budget={"max_iterations": 1}, timeout="12s", files={".harness/config.yaml": PRICES}
+    )
+    scenario.server.script.extend(edit("unset", "wrong", huge=False)[:1])
+    scenario.server.script.extend([call("exec_command", {"cmd": "true"}, CALL)])
+    scenario.server.script.default = say("too late", CALL, delay_s=120)
+    scenario.run()
+    [build] = scenario.builds()
+    assert build["timed_out"] is True
+    assert "turn.completed" not in build["output_tail"]
+    recorded = rollout_tokens(scenario.home, build["session"])
+    assert recorded == [(1000, 0, 50)] * 2
+    # both calls are one turn of codex's (one turn_id), the turn the kill cut off
+    assert (build["cost_usd"], build["turns"]) == (pytest.approx(2 * CALL_USD), 1)
+    assert [c.reply for c in scenario.server.model_calls()] == [0, 1, None]
+
+
+def rollout_tokens(home: Path, thread: str) -> list[tuple[int, int, int]]:
+    """(input, cached, output) of each response codex recorded in the thread's rollout."""
+    [rollout] = (home / "codex" / "sessions").glob(f"*/*/*/rollout-*-{thread}.jsonl")
+    lines = [json.loads(line) for line in rollout.read_text().splitlines()]
+    usages = [line["payload"]["usage"] for line in lines if line["type"] == "token_usage_record"]
+    keys = ("input_tokens", "cached_input_tokens", "output_tokens")
+    return [(u[keys[0]], u[keys[1]], u[keys[2]]) for u in usages]
