@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ from tests.fakes.script import Reply, Tokens, call, fail, say
 # out per million tokens: 1000 in, 50 out is $0.005.
 CALL = Tokens(1000, 50)
 CALL_USD = 0.005
+HUGE = 1_200_000  # characters of the final answer: stdout is then over 1 MiB
 
 
 def edit(path: str, old: str, new: str) -> list[Reply]:
@@ -120,3 +122,55 @@ def transcript_cost(home: Path, session: str) -> float:
     [transcript] = (home / ".claude" / "projects").glob(f"*/{session}.jsonl")
     states = [json.loads(line) for line in transcript.read_text().splitlines()]
     return float([s for s in states if s.get("type") == "cost-state"][-1]["totalCostUSD"])
+
+
+# $0.04 a call at the default model's $4/$20 per million: 16 of them would be $0.64.
+BIG_CALL = Tokens(5000, 1000)
+BIG_CALL_USD = 0.04
+
+
+def test_claude_build_stops_within_one_call_of_the_cost_cap(claude: ScenarioFactory) -> None:
+    # The template hands claude what is left of the budget (HARNESS_BUDGET_COST_USD=0.1)
+    # as --max-budget-usd: claude stops once a call takes it past that.
+    scenario = claude(budget={"max_cost_usd": 0.10})
+    read = call("Read", {"file_path": str(scenario.worktree_file)}, BIG_CALL)
+    scenario.server.script.extend([*[read] * 15, say("done", BIG_CALL)])
+    run = scenario.run()
+    assert run.returncode == 0, run.stderr
+    [build] = scenario.builds()
+    [result] = printed(scenario)
+    served = len(scenario.server.model_calls())
+    assert (result["subtype"], served) == ("error_max_budget_usd", 3)
+    assert build["cost_usd"] == result["total_cost_usd"] == pytest.approx(served * BIG_CALL_USD)
+    used = scenario.used()["cost_usd"]
+    assert 0.10 <= used <= 0.10 + BIG_CALL_USD
+    status = scenario.repo.status()
+    assert (status["status"], status["gate"]) == ("needs_attention", "budget_exhausted")
+
+
+def test_claude_output_over_one_mib_is_counted_once(claude: ScenarioFactory) -> None:
+    # --output-format json prints one result object, so a huge tool result does not make
+    # stdout large; the final answer's text does (it is the result's `result`). Resumed,
+    # so the second build's cost is the session's total and must be told apart.
+    scenario = claude(resume=True)
+    path = str(scenario.worktree_file)
+    huge = "x" * HUGE
+    for old, new in (("unset", "wrong"), ("wrong", "right")):
+        *work, _ = edit(path, old, new)
+        scenario.server.script.extend([*work, say(huge, CALL)])
+    scenario.run()
+    assert scenario.repo.status()["status"] == "completed"
+    builds = scenario.builds()
+    for build in builds:
+        # The ledger keeps a tail: the output was longer, and its start (the result's
+        # cost and session) is gone from it.
+        # (claude prints the answer whole: 1,201,648 bytes for a 1.2M-character answer)
+        assert re.match(r"\[… \d+ characters cut\]", build["output_tail"])
+        assert "total_cost_usd" not in build["output_tail"]
+    assert [(b["reported_cost_usd"], b["reported_turns"]) for b in builds] == [
+        (3 * CALL_USD, 3),
+        (pytest.approx(6 * CALL_USD), 3),
+    ]
+    used = scenario.used()
+    assert used["cost_usd"] == pytest.approx(6 * CALL_USD)
+    assert used["turns"] == 6
