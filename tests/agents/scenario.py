@@ -79,7 +79,7 @@ def outage(scenario: Scenario, tries: int, message_of: Callable[[str], str]) -> 
         assert run.returncode == 0, run.stderr
         build = scenario.builds()[-1]
         message = message_of(build["output_tail"])
-        assert (build["result"], build["unavailable"]) == ("unavailable", message)
+        assert (build.get("result"), build.get("unavailable")) == ("unavailable", message)
         assert (build["unavailable_try"], build["unavailable_tries"]) == (attempt, tries)
         assert scenario.repo.count("judge") == []
         assert scenario.used()["iterations"] == 0

@@ -109,19 +109,22 @@ def test_claude_killed_by_its_timeout_counts_what_its_transcript_recorded(
     scenario.run()
     [build] = scenario.builds()
     assert (build["timed_out"], build["output_tail"]) == (True, "")
-    recorded = transcript_cost(scenario.home, build["session"])
+    recorded, session = transcript_cost(scenario.home)
     assert recorded == 2 * CALL_USD
-    assert (build["cost_usd"], build["turns"]) == (recorded, 2)
+    assert (build["cost_usd"], build["turns"], build.get("session")) == (recorded, 2, session)
     assert scenario.used()["cost_usd"] == recorded
     # the two scripted replies, then the stalled default (None) the kill cut off
     assert [c.reply for c in scenario.server.model_calls()] == [0, 1, None]
 
 
-def transcript_cost(home: Path, session: str) -> float:
-    """The session's cost as claude last wrote it in its transcript (`cost-state`)."""
-    [transcript] = (home / ".claude" / "projects").glob(f"*/{session}.jsonl")
+def transcript_cost(home: Path) -> tuple[float, str]:
+    """The session's cost as claude last wrote it in its one transcript (`cost-state`),
+    and the session's id."""
+    [transcript] = (home / ".claude" / "projects").glob("*/*.jsonl")
     states = [json.loads(line) for line in transcript.read_text().splitlines()]
-    return float([s for s in states if s.get("type") == "cost-state"][-1]["totalCostUSD"])
+    return float(
+        [s for s in states if s.get("type") == "cost-state"][-1]["totalCostUSD"]
+    ), transcript.stem
 
 
 # $0.04 a call at the default model's $4/$20 per million: 16 of them would be $0.64.
