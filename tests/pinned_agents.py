@@ -1,8 +1,11 @@
 """The pinned agent CLIs (Claude Code, Codex, aider) as `scripts/install-agents` installs them.
 
-Tests that need a real CLI call `pinned_cli(name)`: on a developer machine without the
-tools it skips with the reason; under CI (`CI=true`) a missing tool fails the test, so the
-suite can never pass there by skipping what it is meant to check.
+The one way the tests find them: the installer writes `agents.env` (`CLAUDE_BIN=…` lines)
+into its cache folder ($HARNESS_AGENTS_CACHE, else ~/.cache/goal-harness/agents), and the
+paths it names are the pinned binaries. Tests that need a real CLI call `pinned_cli(name)`:
+on a developer machine without the tools it skips with the reason; under CI (`CI=true`) a
+missing tool fails the test, so the suite can never pass there by skipping what it is meant
+to check.
 """
 
 from __future__ import annotations
@@ -12,24 +15,39 @@ from pathlib import Path
 
 import pytest
 
-AGENTS_DIR = Path(
-    os.environ.get("HARNESS_AGENTS_CACHE", "~/.cache/goal-harness/agents")
-).expanduser()
-BIN_DIRS = {
-    "claude": AGENTS_DIR / "npm" / "node_modules" / ".bin",
-    "codex": AGENTS_DIR / "npm" / "node_modules" / ".bin",
-    "aider": AGENTS_DIR / "aider" / "bin",
-}
+TOOLS = {"claude": "CLAUDE_BIN", "codex": "CODEX_BIN", "aider": "AIDER_BIN"}
+
+
+def cache_dir() -> Path:
+    configured = os.environ.get("HARNESS_AGENTS_CACHE")
+    return Path(configured) if configured else Path.home() / ".cache" / "goal-harness" / "agents"
+
+
+def installed(cache: Path) -> dict[str, str]:
+    """KEY=value lines of `agents.env`; empty when the installer never ran."""
+    try:
+        text = (cache / "agents.env").read_text()
+    except FileNotFoundError:
+        return {}
+    pairs = (line.split("=", 1) for line in text.splitlines() if "=" in line)
+    return {key: value for key, value in pairs}
+
+
+def binary(name: str, cache: Path) -> Path | None:
+    """The tool's installed binary, when the installer named it and it is executable."""
+    path = installed(cache).get(TOOLS[name])
+    return Path(path) if path and os.access(path, os.X_OK) else None
 
 
 def pinned_cli(name: str) -> Path:
     """The installed pinned `name`, or skip (fail under CI) saying how to install it."""
-    path = BIN_DIRS[name] / name
-    if os.access(path, os.X_OK):
-        return path
-    reason = f"{name} is not installed at {path}: run scripts/install-agents"
+    cache = cache_dir()
+    found = binary(name, cache)
+    if found is not None:
+        return found
+    reason = f"{name} is not installed in {cache} (run scripts/install-agents)"
     if os.environ.get("CI") == "true":
-        pytest.fail(f"{reason} (CI=true: a missing agent CLI is a failure, not a skip)")
+        pytest.fail(f"CI=true: {reason}; a missing agent CLI is a failure, not a skip")
     pytest.skip(reason)
 
 

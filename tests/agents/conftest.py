@@ -15,24 +15,15 @@ from typing import Any
 
 import pytest
 
-from tests.agents import commands, tools
+from tests.agents import tools
 from tests.agents.scenario import JUDGE_WITH_URL, Scenario
+from tests.agents.templates import resumed, template_goal, with_files
 from tests.fakes.script import Script
 from tests.fakes.server import ModelServer
 from tests.managed import ManagedFactory, base_goal
+from tests.pinned_agents import cache_dir, pinned_cli
 
 ScenarioFactory = Callable[..., Scenario]
-
-
-def require(tool: str) -> Path:
-    cache = tools.cache_dir()
-    found = tools.binary(tool, cache)
-    if found is not None:
-        return found
-    why = f"{tool} is not installed in {cache} (run scripts/install-agents)"
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"CI=true: {why}")
-    pytest.skip(why)
 
 
 @pytest.fixture
@@ -44,7 +35,7 @@ def server() -> Iterator[ModelServer]:
 @pytest.fixture
 def home() -> Iterator[Path]:
     """A fresh HOME below the agents' cache folder (not under /tmp: codex refuses that)."""
-    base = tools.cache_dir() / "test-homes"
+    base = cache_dir() / "test-homes"
     base.mkdir(parents=True, exist_ok=True)
     made = Path(tempfile.mkdtemp(prefix="home-", dir=base))
     yield made
@@ -67,22 +58,39 @@ def _tool_env(tool: str, binary: Path, home: Path, server: ModelServer) -> dict[
 def _scenario_factory(
     tool: str, managed: ManagedFactory, server: ModelServer, home: Path
 ) -> ScenarioFactory:
-    binary = require(tool)
+    binary = pinned_cli(tool)
 
     def make(
         *,
         resume: bool = False,
         budget: dict[str, Any] | None = None,
+        halt: dict[str, Any] | None = None,
+        timeout: str | None = None,
         files: dict[str, str] | None = None,
     ) -> Scenario:
-        goal = base_goal() | {"build": commands.build(tool, resume=resume) | {"timeout": "150s"}}
-        goal["budget"] = goal["budget"] | (budget or {})
+        goal = goal_for(tool, resume=resume, timeout=timeout)
+        goal["budget"] |= budget or {}
+        goal["halt"] |= halt or {}
         repo_files = {"value.txt": "unset\n", "judge.py": JUDGE_WITH_URL, **(files or {})}
         repo = managed(goal=goal, files=repo_files)
         repo.env.update(_tool_env(tool, binary, home, server))
         return Scenario(repo, server, home)
 
     return make
+
+
+def goal_for(tool: str, *, resume: bool = False, timeout: str | None = None) -> dict[str, Any]:
+    """`harness new --agent <tool>`'s goal with the suite's objective and judge."""
+    goal = template_goal(tool)
+    build = goal["build"]
+    if tool == "aider":
+        build = with_files(build, ("value.txt",))
+    if resume:
+        build = resumed(tool, build)
+    if timeout is not None:
+        build = build | {"timeout": timeout}
+    test = base_goal()
+    return goal | {"objective": test["objective"], "judge": test["judge"], "build": build}
 
 
 @pytest.fixture

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -53,5 +56,45 @@ class Scenario:
         names = git(self.repo.root, "diff", "--name-only", "main", f"harness/{self.repo.goal_id}")
         return [n for n in names.splitlines() if not n.startswith("ledger/")]
 
+    def report(self) -> str:
+        return (self.repo.ledger_dir / "report.md").read_text()
+
     def on_branch(self, path: str) -> str:
         return git(self.repo.root, "show", f"harness/{self.repo.goal_id}:{path}")
+
+
+def outage(scenario: Scenario, tries: int, message_of: Callable[[str], str]) -> str:
+    """Run the goal once per try of an outage (goal halt: `unavailable_tries: <tries>`).
+
+    Every try is a build recorded as `unavailable` with the tool's own message
+    (`message_of(output)` reads it from what the tool printed), named in the run's line,
+    in `harness status` and in report.md; no judge runs and no iteration is spent. After
+    the last try the goal is at needs_attention / agent_unavailable. Returns the message.
+    """
+    message = ""
+    for attempt in range(1, tries + 1):
+        if attempt > 1:
+            _wait_until(scenario.builds()[-1]["retry_at"])
+        run = scenario.run()
+        assert run.returncode == 0, run.stderr
+        build = scenario.builds()[-1]
+        message = message_of(build["output_tail"])
+        assert (build.get("result"), build.get("unavailable")) == ("unavailable", message)
+        assert (build["unavailable_try"], build["unavailable_tries"]) == (attempt, tries)
+        assert scenario.repo.count("judge") == []
+        assert scenario.used()["iterations"] == 0
+        last = attempt == tries
+        when = f"try {attempt} of {tries}" + ("" if last else f", next after {build['retry_at']}")
+        shown = f"unavailable ({when}): {message}"
+        assert "build[1] unavailable exit=" in run.stdout and f"({when}): {message}\n" in run.stdout
+        assert scenario.repo.harness("status", check=0).stdout.endswith(f"{shown}\n")
+        assert f"| agent | model API {shown} |" in scenario.report()
+    status = scenario.repo.status()
+    assert (status["status"], status["gate"]) == ("needs_attention", "agent_unavailable")
+    assert len(scenario.builds()) == tries
+    return message
+
+
+def _wait_until(stamp: str) -> None:
+    due = datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%S.%f%z").timestamp()
+    time.sleep(max(0.0, due - time.time()) + 0.05)

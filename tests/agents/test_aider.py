@@ -8,9 +8,10 @@ import re
 import pytest
 
 from tests.agents.conftest import ScenarioFactory
-from tests.agents.scenario import Scenario
+from tests.agents.scenario import Scenario, outage
 from tests.fakes.chat import edit
 from tests.fakes.script import Tokens, fail, say
+from tests.managed import OWNER, git
 
 # openai/gpt-4o in aider's (litellm's) price list: $2.50 in, $10 out per million tokens.
 CALL = Tokens(1000, 50)
@@ -65,11 +66,6 @@ def test_aider_without_a_git_identity_writes_git_config_and_is_stopped(
     assert "user.name" not in (scenario.repo.root / ".git" / "config").read_text()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 11: aider prints `Cost: $0.0030 message, $0.0030 session.` per call but the "
-    "harness reads nothing from the `aider` format: the budget's cost stays $0",
-)
 def test_aider_budget_is_its_printed_cost(aider: ScenarioFactory) -> None:
     scenario = aider()
     write_then_fix(scenario)
@@ -79,17 +75,50 @@ def test_aider_budget_is_its_printed_cost(aider: ScenarioFactory) -> None:
     assert scenario.used()["cost_usd"] == pytest.approx(2 * CALL_USD)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 11: aider retries an outage for ~80 s, then exits 0 without a Tokens line; "
-    "the harness records a normal build and runs the judge on it",
-)
 def test_aider_api_outage_spends_no_iteration(aider: ScenarioFactory) -> None:
-    # aider has no retry knob: its own backoff runs until 60 s of delay (about 80 s, 27 calls)
-    scenario = aider(budget={"max_iterations": 1})
+    # aider has no retry knob: its own backoff runs until 60 s of delay (about 80 s, 27
+    # calls), so one try is all this test affords: `unavailable_tries: 1`.
+    scenario = aider(halt={"unavailable_tries": 1})
     scenario.server.script.default = fail(500)
-    run = scenario.run()
+    message = outage(scenario, 1, last_litellm_error)
+    assert message.startswith("litellm.InternalServerError: ")
     assert {c.status for c in scenario.server.model_calls()} == {500}
+
+
+def last_litellm_error(output: str) -> str:
+    """The last `litellm.<Name>Error: …` line aider printed."""
+    return [line for line in output.splitlines() if line.startswith("litellm.")][-1].strip()
+
+
+def test_aider_editing_a_protected_path_is_caught_as_tamper_and_restored(
+    aider: ScenarioFactory,
+) -> None:
+    # The template has --no-auto-commits, so aider does not commit its edit itself; an edit
+    # of the owners file (not named on aider's command line, which --yes-always lets it
+    # add) is caught after the build and restored.
+    scenario = aider(budget={"max_iterations": 1})
+    owners = f"{OWNER} {scenario.repo.key.public}\n"
+    mallory = "mallory@example.com ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIJ9ZcHh0kQ6nqlqS0tPn6q1QJ1mH7xX5c8K0q9Q8lq8R\n"
+    answer = edit(".harness/owners", owners, owners + mallory) + edit(
+        "value.txt", "unset\n", "right\n"
+    )
+    # aider adds a file an edit names to the chat, then asks the model again: answered alike
+    scenario.server.script.extend([say("Adding a key.\n\n" + answer, CALL)] * 2)
+    run = scenario.run()
+    assert run.returncode == 0, run.stderr  # a stop is a state, not a failed run
+    status = scenario.repo.status()
+    assert (status["status"], status["gate"]) == ("needs_attention", "tamper")
+    [build] = scenario.builds()
+    assert (build["result"], build["changed"]) == ("tamper", [".harness/owners", "value.txt"])
+    [gated] = [e["data"] for e in scenario.events() if e["type"] == "goal.gated"]
+    assert gated["detail"] == "touched .harness/owners"
+    assert (scenario.repo.worktree / ".harness" / "owners").read_text() == owners
+    assert scenario.on_branch(".harness/owners") + "\n" == owners
     assert scenario.repo.count("judge") == []
-    assert scenario.used()["iterations"] == 0
-    assert "500" in run.stdout
+    # every commit on the goal branch is the harness's: aider made none of its own
+    subjects = git(scenario.repo.root, "log", "--format=%s", "main..harness/g1").split("\n")
+    assert subjects == [
+        "harness(g1): needs_attention (tamper)",
+        "harness(g1): build 1 started",
+        "harness(g1): goal started",
+    ]

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.agents.conftest import ScenarioFactory
-from tests.agents.scenario import Scenario
+from tests.agents.scenario import Scenario, outage
 from tests.fakes.script import Reply, Tokens, call, fail, say
 
 # Codex prints tokens, never a cost: the harness prices them from the config.
@@ -91,12 +92,6 @@ def test_codex_two_processes_cost_what_each_printed(codex: ScenarioFactory) -> N
     assert used["turns"] == 2
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 11: `codex exec resume` prints the thread's running token total "
-    "(turn.completed 2000 then 4000 input); the harness takes the cost's increase but also "
-    "subtracts the previous build's turn count, so the resumed turn is recorded as 0 turns",
-)
 def test_codex_resumed_thread_counts_both_processes(codex: ScenarioFactory) -> None:
     scenario = scenario_with_prices(codex, resume=True)
     write_then_fix(scenario)
@@ -110,12 +105,6 @@ def test_codex_resumed_thread_counts_both_processes(codex: ScenarioFactory) -> N
     assert used["turns"] == 2
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 11: over 1 MiB of codex output the harness parses only its stdout tail, "
-    "which lost thread.started; the resumed build's running token total is then priced whole "
-    "(counted twice) and its turn is not told apart",
-)
 def test_codex_output_over_one_mib_is_counted_once(codex: ScenarioFactory) -> None:
     scenario = scenario_with_prices(codex, resume=True)
     calls = write_then_fix(scenario, huge=True)
@@ -130,17 +119,55 @@ def test_codex_output_over_one_mib_is_counted_once(codex: ScenarioFactory) -> No
 
 
 @pytest.mark.parametrize("status", [500, 429])
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 11: codex ends an outage with turn.failed and exit 1; the harness records a "
-    "normal build, runs the judge on it and spends the iteration",
-)
 def test_codex_api_outage_spends_no_iteration(codex: ScenarioFactory, status: int) -> None:
-    scenario = codex(budget={"max_iterations": 2})
+    scenario = codex(halt={"unavailable_tries": 2, "unavailable_backoff": "1s"})
     scenario.server.script.default = fail(status, retry_after=1)
-    run = scenario.run()
+    message = outage(scenario, 2, failed_turn)
+    assert message == OUTAGE_MESSAGES[status]
+    # request_max_retries = 1 in the test's config: every call answered `status`
     assert {c.status for c in scenario.server.model_calls()} == {status}
-    assert scenario.repo.count("judge") == []
-    assert scenario.used()["iterations"] == 0
-    assert str(status) in run.stdout
-    assert scenario.repo.status()["status"] == "needs_attention"
+
+
+# What codex 0.171.0 says in turn.failed (not the server's "scripted <status>").
+OUTAGE_MESSAGES = {
+    500: "We’re currently experiencing high demand, which may cause temporary errors.",
+    429: "exceeded retry limit, last status: 429 Too Many Requests",
+}
+
+
+def failed_turn(output: str) -> str:
+    """The message of the `turn.failed` event codex printed last."""
+    events = [json.loads(line) for line in output.splitlines() if line.startswith("{")]
+    [failed] = [e for e in events if e["type"] == "turn.failed"]
+    return str(failed["error"]["message"])
+
+
+def test_codex_killed_by_its_timeout_counts_what_its_rollout_recorded(
+    codex: ScenarioFactory,
+) -> None:
+    # Two paid calls (a patch, a command), then the server stalls: the build is killed by
+    # its timeout before any turn ends; codex's rollout holds each response's usage.
+    scenario = codex(
+        budget={"max_iterations": 1}, timeout="12s", files={".harness/config.yaml": PRICES}
+    )
+    scenario.server.script.extend(edit("unset", "wrong", huge=False)[:1])
+    scenario.server.script.extend([call("exec_command", {"cmd": "true"}, CALL)])
+    scenario.server.script.default = say("too late", CALL, delay_s=120)
+    scenario.run()
+    [build] = scenario.builds()
+    assert build["timed_out"] is True
+    assert "turn.completed" not in build["output_tail"]
+    recorded = rollout_tokens(scenario.home, build["session"])
+    assert recorded == [(1000, 0, 50)] * 2
+    # both calls are one turn of codex's (one turn_id), the turn the kill cut off
+    assert (build["cost_usd"], build["turns"]) == (pytest.approx(2 * CALL_USD), 1)
+    assert [c.reply for c in scenario.server.model_calls()] == [0, 1, None]
+
+
+def rollout_tokens(home: Path, thread: str) -> list[tuple[int, int, int]]:
+    """(input, cached, output) of each response codex recorded in the thread's rollout."""
+    [rollout] = (home / "codex" / "sessions").glob(f"*/*/*/rollout-*-{thread}.jsonl")
+    lines = [json.loads(line) for line in rollout.read_text().splitlines()]
+    usages = [line["payload"]["usage"] for line in lines if line["type"] == "token_usage_record"]
+    keys = ("input_tokens", "cached_input_tokens", "output_tokens")
+    return [(u[keys[0]], u[keys[1]], u[keys[2]]) for u in usages]

@@ -1,43 +1,18 @@
-"""Where the installed agent CLIs are, and the isolated environment each one runs in.
+"""The isolated environment each agent CLI runs in, pointed at the scripted server.
 
-The CLIs come from scripts/install-agents, which writes `agents.env` (KEY=path lines) into
-its cache folder ($HARNESS_AGENTS_CACHE, else ~/.cache/goal-harness/agents). Each test
-gets its own HOME (and CODEX_HOME) below that cache folder, not under /tmp (codex refuses
-to make its helper binaries under a temporary folder), pointing the tool at the scripted
-server; every proxy variable points at the server too, so any other request a tool makes
-is recorded and refused, never sent.
+The CLIs are found by tests/pinned_agents.py (from scripts/install-agents' `agents.env`).
+Each test gets its own HOME (and CODEX_HOME) below the installer's cache folder, not under
+/tmp (codex refuses to make its helper binaries under a temporary folder), pointing the
+tool at the scripted server; every proxy variable points at the server too, so any other
+request a tool makes is recorded and refused, never sent.
 """
 
 from __future__ import annotations
 
-import os
 import shutil
 from pathlib import Path
 
 from tests.fakes.server import ModelServer
-
-TOOLS = {"claude": "CLAUDE_BIN", "codex": "CODEX_BIN", "aider": "AIDER_BIN"}
-
-
-def cache_dir() -> Path:
-    configured = os.environ.get("HARNESS_AGENTS_CACHE")
-    return Path(configured) if configured else Path.home() / ".cache" / "goal-harness" / "agents"
-
-
-def installed(cache: Path) -> dict[str, str]:
-    """KEY=value lines of `agents.env`; empty when the installer never ran."""
-    try:
-        text = (cache / "agents.env").read_text()
-    except FileNotFoundError:
-        return {}
-    pairs = (line.split("=", 1) for line in text.splitlines() if "=" in line)
-    return {key: value for key, value in pairs}
-
-
-def binary(tool: str, cache: Path) -> Path | None:
-    """The tool's installed binary, when it is there and executable."""
-    path = installed(cache).get(TOOLS[tool])
-    return Path(path) if path and os.access(path, os.X_OK) else None
 
 
 def no_outbound(server: ModelServer) -> dict[str, str]:
