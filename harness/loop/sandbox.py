@@ -27,7 +27,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.errors import TrustFailure, invalid
+from harness.errors import InvalidInput, TrustFailure, invalid
 from harness.model.config import SANDBOX_MODES, SandboxMode
 from harness.record.events import Containment
 from harness.trust.secret import ENV_SECRET_FILE, default_secret_file
@@ -72,7 +72,7 @@ def effective_mode(configured: SandboxMode | None, env: Mapping[str, str]) -> Sa
         if value == mode:
             return mode
     raise invalid(
-        f"${ENV_SANDBOX}", ENV_SANDBOX, f"{value!r} is not a sandbox mode", "auto, required or off"
+        "environment", ENV_SANDBOX, f"{value!r} is not a sandbox mode", "auto, required or off"
     )
 
 
@@ -90,6 +90,18 @@ def resolve(configured: SandboxMode | None, env: Mapping[str, str]) -> Sandbox:
     if mode == "required":
         raise TrustFailure(f".harness/config.yaml: sandbox: required, but {problem}; {FIX}")
     return Sandbox(mode, "unavailable", reason=problem)
+
+
+def notice(configured: SandboxMode | None, env: Mapping[str, str]) -> str | None:
+    """What `status` says when runs would not contain their steps (None: they would, or
+    the owners chose `sandbox: off`)."""
+    try:
+        sandbox = resolve(configured, env)
+    except TrustFailure as exc:
+        return f"runs refuse to start: {exc}"
+    except InvalidInput as exc:
+        return str(exc)
+    return None if sandbox.on or sandbox.mode == "off" else sandbox.describe()
 
 
 @functools.cache
