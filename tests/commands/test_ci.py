@@ -308,6 +308,9 @@ def test_cron_line_really_runs_the_goals(managed: ManagedFactory, tmp_path: Path
         "PATH": "/usr/bin:/bin",
         "HOME": str(tmp_path),
         "TEST_COUNTER_DIR": repo.env["TEST_COUNTER_DIR"],
+        # The scripted agent counts its runs outside the repository, which a contained
+        # step cannot write (tests/conftest.py).
+        "HARNESS_SANDBOX": "off",
     }
     proc = subprocess.run(["sh", "-c", fields[5]], cwd=tmp_path, env=env, timeout=120)
     assert proc.returncode == 0

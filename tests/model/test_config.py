@@ -190,8 +190,13 @@ ERROR_CASES: list[tuple[dict[str, Any], str]] = [
     (
         {"foo": 1},
         "unknown key 'foo' (expected one of version, control_ref, branch_prefix, defaults, "
-        "scrub_env, destructive, prices)",
+        "scrub_env, destructive, prices, sandbox)",
     ),
+    (
+        {"sandbox": "sometimes"},
+        "sandbox: 'sometimes' is not supported (expected one of auto, required, off)",
+    ),
+    ({"sandbox": True}, "sandbox: got a boolean true (expected one of auto, required, off)"),
     ({"defaults": {"retries": 1}}, "defaults: unknown key 'retries' (expected one of budget,"),
     (
         {"defaults": {"timeouts": {"deploy": "1m"}}},
@@ -297,6 +302,15 @@ ERROR_CASES: list[tuple[dict[str, Any], str]] = [
         "destructive[0].lines[0]: '((((",
     ),
 ]
+
+
+@pytest.mark.parametrize("mode", ["auto", "required", "off"])
+def test_sandbox_mode_parses(mode: str) -> None:
+    assert parse_config(config_bytes({"sandbox": mode}), SOURCE).sandbox == mode
+
+
+def test_sandbox_left_out_means_the_runners_default() -> None:
+    assert parse_config(config_bytes({"branch_prefix": "h/"}), SOURCE).sandbox is None
 
 
 @pytest.mark.parametrize(("document", "expected"), ERROR_CASES)
