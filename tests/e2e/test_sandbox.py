@@ -6,7 +6,9 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -194,3 +196,66 @@ def test_an_unknown_runner_default_is_refused(tmp_path: Path, owner_key: OwnerKe
         "mode (expected auto, required or off)\n"
     )
     assert os.environ["HARNESS_SANDBOX"] == "off"
+
+
+NOBODY = 65534
+AS_NOBODY = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--"]
+
+
+def _nobody_can_sandbox() -> str | None:
+    """Why a goal cannot be run as `nobody` here, or None."""
+    if os.geteuid() != 0 or shutil.which("setpriv") is None or BWRAP is None:
+        return "needs root (to become nobody), setpriv and bwrap"
+    done = subprocess.run(
+        [*AS_NOBODY, BWRAP, "--ro-bind", "/", "/", "--unshare-pid", "--", "true"],
+        capture_output=True,
+        check=False,
+    )
+    return None if done.returncode == 0 else f"bwrap fails as nobody: {done.stderr!r}"
+
+
+@pytest.mark.skipif(_nobody_can_sandbox() is not None, reason=str(_nobody_can_sandbox()))
+def test_a_goal_runs_contained_as_an_unprivileged_user(owner_key: OwnerKey) -> None:
+    # Not under tmp_path: pytest's folders are root's own (0700); nobody could not enter.
+    base = Path(tempfile.mkdtemp(prefix="harness-nobody-"))
+    try:
+        goal = base_goal()
+        # This machine's venv python lives under root's 0700 home, which nobody may not
+        # enter from inside a user namespace: the steps use the system's python.
+        py = "/usr/bin/python3" if Path("/usr/bin/python3").exists() else sys.executable
+        check_uid = (
+            f"import os; assert os.getuid() == {NOBODY}; open('value.txt', 'w').write('right\\n')"
+        )
+        goal["build"]["run"] = [py, "-c", check_uid]
+        goal["judge"]["run"] = [
+            py,
+            "-c",
+            "import sys; sys.exit(open('value.txt').read() != 'right\\n')",
+        ]
+        files = {
+            ".gitignore": "/.harness/worktrees/\n",
+            ".harness/config.yaml": "sandbox: required\n",
+        }
+        repo = ManagedRepo.create(base / "repo", owner_key, goal=goal, files=files)
+        (base / "home").mkdir()
+        subprocess.run(["chown", "-R", f"{NOBODY}:{NOBODY}", str(base)], check=True)
+        base.chmod(0o755)
+        env = repo.env | {"HOME": str(base / "home"), "XDG_STATE_HOME": str(base / "state")}
+        env["XDG_CONFIG_HOME"] = str(base / "home" / ".config")
+        proc = subprocess.run(
+            [*AS_NOBODY, sys.executable, "-m", "harness", "run"],
+            cwd=repo.root,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout.splitlines()[-1].endswith(" g1 #6 completed"), _events(repo)[2]["data"][
+            "output_tail"
+        ]  # type: ignore[index]
+        started = [e for e in _events(repo) if e["type"] == "step.started"]
+        assert [e["data"]["sandbox"] for e in started] == ["bwrap", "bwrap"]  # type: ignore[index]
+        assert (base / "state" / "goal-harness" / "homes").stat().st_uid == NOBODY
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
