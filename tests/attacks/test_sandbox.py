@@ -150,6 +150,7 @@ def probed_run(tmp_path: Path, owner_key: Key, sandbox: str) -> Iterator[Probed]
                 "secret_file": str(secret),
                 "ssh_key": str(home / ".ssh" / "id_ed25519"),
                 "child_record": str(root / ".git" / "harness" / "locks" / "g1.child"),
+                "other_worktree_file": str(root / ".harness" / "worktrees" / "g2" / "judge.py"),
             },
         }
         files = {
@@ -202,7 +203,12 @@ def test_build_cannot_write_git_config_or_hooks(contained: Probed) -> None:
 
 def test_build_cannot_write_another_goals_worktree(contained: Probed) -> None:
     path = contained.plan["write"]["other_worktree"]
-    # Other worktrees are behind an empty tmpfs: a write lands there and vanishes.
+    # Other worktrees are behind an empty tmpfs: the step sees no file there at all.
+    seen = contained.seen()
+    assert (seen["other_worktree"], seen["other_worktree_file"]) == (
+        "FileNotFoundError",
+        "FileNotFoundError",
+    )
     assert contained.now()[path] == contained.before[path]
     assert contained.before[path] is not None
 
