@@ -117,6 +117,9 @@ def test_workflow_has_the_promised_shape(repo: Path) -> None:
     assert uses["actions/checkout"]["with"] == {"fetch-depth": 0}
     assert uses["actions/setup-python"]["with"] == {"python-version": "3.11"}
     assert _step(wf, "Install goal-harness")["run"] == "python -m pip install goal-harness"
+    bubblewrap = _step(wf, "Install bubblewrap")["run"]
+    assert "sudo apt-get install -y -qq bubblewrap" in bubblewrap
+    assert "sudo sysctl -q -w kernel.apparmor_restrict_unprivileged_userns=0" in bubblewrap
     fetch = _step(wf, "Fetch goal branches")["run"]
     assert '"+refs/heads/harness/*:refs/remotes/origin/harness/*"' in fetch
     run = _step(wf, "Run goals")
