@@ -411,14 +411,9 @@ class GoalRunner(Finisher):
     ) -> contextlib.AbstractContextManager[Contained]:
         """Only a build writes the worktree; every other step works on a throw-away copy,
         from which the judge's JUnit file is copied back."""
-        repo = self.ctx.control.repo
-        place = Place(
-            self.goal.id,
-            self.wt.path,
-            repo.root,
-            repo.common_dir,
-            repo.worktree_path(self.goal.id).parent,
-            self.ctx.base_env,
+        config = self.ctx.control.config
+        place = Place.of(
+            self.ctx.control.repo, self.goal.id, self.ctx.base_env, config.sandbox_binds
         )
         junit = self.goal.judge.junit
         keep = (junit,) if step == "judge" and junit else ()

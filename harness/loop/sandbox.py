@@ -30,6 +30,7 @@ from pathlib import Path
 from harness.errors import InvalidInput, TrustFailure, invalid
 from harness.model.config import SANDBOX_MODES, SandboxMode
 from harness.record.events import Containment
+from harness.store.gitrepo import Repo
 from harness.trust.secret import ENV_SECRET_FILE, default_secret_file
 
 ENV_SANDBOX = "HARNESS_SANDBOX"
@@ -153,6 +154,12 @@ class Place:
     common_dir: Path  # the repository's .git
     worktrees: Path  # every goal's worktree is below this
     env: Mapping[str, str] = field(default_factory=dict)  # the runner's environment
+    binds: tuple[str, ...] = ()  # the config's sandbox_binds
+
+    @classmethod
+    def of(cls, repo: Repo, goal_id: str, env: Mapping[str, str], binds: tuple[str, ...]) -> Place:
+        worktree = repo.worktree_path(goal_id)
+        return cls(goal_id, worktree, repo.root, repo.common_dir, worktree.parent, env, binds)
 
     def home(self) -> Path:
         """The goal's own home: outside every worktree, kept across its steps."""
@@ -175,6 +182,32 @@ class Place:
             paths.append(Path(socket).parent)
         paths.append(Path(f"/run/user/{os.getuid()}"))
         return paths
+
+    def bind_pairs(self) -> list[tuple[Path, Path]]:
+        """Each of the config's `sandbox_binds` as (on the runner, inside the step): a
+        `~/` path is the runner's, seen at the same place in the goal's home. A bind that
+        would show a hidden path or the repository is refused (exit 2) by name."""
+        pairs = []
+        for index, text in enumerate(self.binds):
+            if text.startswith("~/"):
+                source, target = _real_home(self.env) / text[2:], self.home() / text[2:]
+            else:
+                source = target = Path(text)
+            self._check_bind(f"sandbox_binds[{index}]", text, source)
+            pairs.append((source, target))
+        return pairs
+
+    def _check_bind(self, key: str, text: str, source: Path) -> None:
+        shown = source.resolve()
+        for kept in (*self.hidden(), self.repo_root, self.common_dir):
+            kept = kept.resolve()
+            if shown.is_relative_to(kept) or kept.is_relative_to(shown):
+                raise invalid(
+                    ".harness/config.yaml",
+                    key,
+                    f"{text!r} would let a step see or write {kept}",
+                    "a path outside the repository, ~/.ssh, ~/.gnupg and the secret's folder",
+                )
 
 
 def _real_home(env: Mapping[str, str]) -> Path:
@@ -211,6 +244,8 @@ def bwrap_argv(
     for path in place.hidden():
         args += _hide(path)
     args += ["--bind", os.fspath(home), os.fspath(home)]
+    for source, target in place.bind_pairs():  # missing on this machine: left out
+        args += ["--bind-try", os.fspath(source), os.fspath(target)]
     if scratch is not None:
         args += ["--bind", os.fspath(scratch), os.fspath(scratch)]
     args += ["--bind", os.fspath(work), worktree, "--chdir", worktree]

@@ -66,6 +66,7 @@ class Config:
     destructive: tuple[DestructiveRule, ...]
     prices: Prices | None = None
     sandbox: SandboxMode | None = None  # None: not named; the runner's default applies
+    sandbox_binds: tuple[str, ...] = ()  # ~/… (the runner's home) or absolute, writable
 
 
 @dataclass(frozen=True)
@@ -223,7 +224,19 @@ def _config_from(raw: Mapping[str, Any], source: str) -> Config:
         if "prices" in raw
         else None,
         sandbox=_sandbox_mode(raw.get("sandbox"), source),
+        sandbox_binds=tuple(
+            _bind(path, source, f"sandbox_binds[{index}]")
+            for index, path in enumerate(raw.get("sandbox_binds", []))
+        ),
     )
+
+
+def _bind(path: str, source: str, key: str) -> str:
+    parts = path.split("/")
+    if not path.startswith(("~/", "/")) or ".." in parts or "\x00" in path or path in ("~/", "/"):
+        problem = f"{show_value(path)} is not a path to bind"
+        raise invalid(source, key, problem, "~/<folder> or an absolute path, without ..")
+    return path
 
 
 def _sandbox_mode(value: object, source: str) -> SandboxMode | None:

@@ -259,3 +259,21 @@ def test_a_goal_runs_contained_as_an_unprivileged_user(owner_key: OwnerKey) -> N
         assert (base / "state" / "goal-harness" / "homes").stat().st_uid == NOBODY
     finally:
         shutil.rmtree(base, ignore_errors=True)
+
+
+def test_a_bind_showing_a_hidden_path_refuses_before_anything_is_written(
+    tmp_path: Path, owner_key: OwnerKey
+) -> None:
+    repo = _repo(tmp_path, owner_key, "auto")
+    (repo.root / ".harness" / "config.yaml").write_text("sandbox_binds: [~/.ssh]\n")
+    git(repo.root, "commit", "-qam", "bind ~/.ssh")
+    before = _snapshot(repo)
+    env = repo.env | {"HOME": str(tmp_path / "home")}
+    proc = repo.harness("run", env=env)
+    assert proc.returncode == 2
+    assert proc.stderr == (
+        "harness: g1: error: .harness/config.yaml: sandbox_binds[0]: '~/.ssh' would let a "
+        f"step see or write {tmp_path / 'home' / '.ssh'} (expected a path outside the "
+        "repository, ~/.ssh, ~/.gnupg and the secret's folder)\n"
+    )
+    assert _snapshot(repo) == before

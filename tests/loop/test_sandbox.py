@@ -76,14 +76,14 @@ def test_off_never_looks_for_bwrap() -> None:
     )
 
 
-def _place(tmp_path: Path, env: dict[str, str] | None = None) -> Place:
+def _place(tmp_path: Path, env: dict[str, str] | None = None, binds: tuple[str, ...] = ()) -> Place:
     root = tmp_path / "repo"
     subprocess.run(["git", "init", "-q", str(root)], check=True)
     wt = root / ".harness" / "worktrees" / "g1"
     wt.mkdir(parents=True)
     (wt / "file.txt").write_text("tracked\n")
     base = {"HOME": str(tmp_path / "home"), "XDG_STATE_HOME": str(tmp_path / "state")}
-    return Place("g1", wt, root, root / ".git", wt.parent, base | (env or {}))
+    return Place("g1", wt, root, root / ".git", wt.parent, base | (env or {}), binds)
 
 
 def test_the_command_line_hides_before_it_binds(tmp_path: Path) -> None:
@@ -191,3 +191,46 @@ def test_a_timed_out_step_leaves_no_setsid_child(tmp_path: Path) -> None:
     for pid in alive:
         os.kill(pid, 9)
     assert alive == []
+
+
+@needs_bwrap
+def test_a_bind_shows_the_runners_folder_in_the_goals_home(tmp_path: Path) -> None:
+    place = _place(tmp_path, binds=("~/.agent", "~/.not-here"))
+    (tmp_path / "home" / ".agent").mkdir(parents=True)
+    (tmp_path / "home" / ".agent" / "token").write_text("logged in\n")
+    sandbox = resolve("required", os.environ)
+    script = (
+        "import os; from pathlib import Path; agent = Path(os.environ['HOME'], '.agent'); "
+        "assert (agent / 'token').read_text() == 'logged in\\n'; "
+        "(agent / 'session').write_text('kept\\n'); "
+        "assert not Path(os.environ['HOME'], '.not-here').exists()"
+    )
+    with contain(sandbox, place, [sys.executable, "-c", script], {}, writable=False) as box:
+        result = run_step(box.argv, place.worktree, box.env, b"", 30)
+    assert result.exit_code == 0, result.output_tail
+    assert (tmp_path / "home" / ".agent" / "session").read_text() == "kept\n"
+
+
+@pytest.mark.parametrize(
+    ("bind", "shown"),
+    [
+        ("~/.ssh", "home/.ssh"),
+        ("~/.ssh/id_ed25519", "home/.ssh"),
+        ("~/.config", "home/.config/goal-harness"),
+        ("/", "repo/.git/harness"),
+        ("{root}/src", "repo"),
+        ("{root}/.git/hooks", "repo"),
+    ],
+)
+def test_a_bind_that_would_show_a_hidden_path_is_refused(
+    tmp_path: Path, bind: str, shown: str
+) -> None:
+    place = _place(tmp_path, binds=(bind.format(root=tmp_path / "repo"),))
+    with pytest.raises(InvalidInput) as caught:
+        place.bind_pairs()
+    message = str(caught.value)
+    assert message.startswith(".harness/config.yaml: sandbox_binds[0]: ")
+    assert f"would let a step see or write {tmp_path / shown}" in message
+    assert message.endswith(
+        "(expected a path outside the repository, ~/.ssh, ~/.gnupg and the secret's folder)"
+    )
