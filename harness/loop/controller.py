@@ -383,7 +383,7 @@ class GoalRunner(Finisher):
 
         try:
             with self.contained(step, spec.run, env, scratch) as box:
-                meter = self.meter(box.env) if step == "build" else None
+                meter = self.meter(box.records_env) if step == "build" else None
                 result = run_step(
                     box.argv,
                     self.wt.path,

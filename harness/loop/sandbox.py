@@ -259,6 +259,11 @@ def contained_env(env: Mapping[str, str], place: Place) -> dict[str, str]:
     return inner
 
 
+# The agents' own folders the harness reads a build's spend from (loop/agents/records.py),
+# and the variable that names each, when a `~/` bind shows the runner's folder inside.
+_RECORD_DIRS = {".claude": "CLAUDE_CONFIG_DIR", ".codex": "CODEX_HOME"}
+
+
 @dataclass
 class Contained:
     """One step's command line, and (for a read-only step) its throw-away layer."""
@@ -266,6 +271,22 @@ class Contained:
     argv: list[str]
     env: dict[str, str]
     layer: Path | None = None
+    host_env: dict[str, str] = field(default_factory=dict)  # for reading its records
+
+    @property
+    def records_env(self) -> dict[str, str]:
+        """`env` as the harness must read it from outside: where a bind shows the runner's
+        `~/.claude` or `~/.codex` inside the goal's home, the records are in the runner's."""
+        return self.env | self.host_env
+
+
+def _host_env(place: Place, env: Mapping[str, str]) -> dict[str, str]:
+    found = {}
+    for text, (source, _) in zip(place.binds, place.bind_pairs(), strict=True):
+        variable = _RECORD_DIRS.get(text.removeprefix("~/"))
+        if variable is not None and text.startswith("~/") and variable not in env:
+            found[variable] = os.fspath(source)
+    return found
 
 
 @contextlib.contextmanager
@@ -292,7 +313,7 @@ def contain(
     work = place.worktree if layer is None else layer
     try:
         full = bwrap_argv(sandbox.bwrap, place, argv, work=work, scratch=scratch)
-        yield Contained(full, contained_env(env, place), layer)
+        yield Contained(full, contained_env(env, place), layer, _host_env(place, env))
         if layer is not None:
             for rel in keep:
                 _copy_out(layer, place.worktree, rel)

@@ -234,3 +234,14 @@ def test_a_bind_that_would_show_a_hidden_path_is_refused(
     assert message.endswith(
         "(expected a path outside the repository, ~/.ssh, ~/.gnupg and the secret's folder)"
     )
+
+
+@needs_bwrap
+def test_a_bound_agent_folder_is_where_the_harness_reads_its_records(tmp_path: Path) -> None:
+    place = _place(tmp_path, binds=("~/.claude", "~/.codex", "~/.cache"))
+    sandbox = resolve("required", os.environ)
+    with contain(sandbox, place, ["true"], {"CODEX_HOME": "/elsewhere"}, writable=True) as box:
+        assert box.env["HOME"] == str(place.home())
+        assert box.records_env["CLAUDE_CONFIG_DIR"] == str(tmp_path / "home" / ".claude")
+        assert box.records_env["CODEX_HOME"] == "/elsewhere"  # named by the runner: kept
+        assert "CLAUDE_CONFIG_DIR" not in box.env
