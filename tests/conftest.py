@@ -20,7 +20,8 @@ os.environ.update(
         # The runner's default when a config names no `sandbox:`. The suite's scripted
         # agents keep counters outside the repository, which a contained step cannot
         # write; tests/attacks/test_sandbox.py and tests/loop/test_sandbox.py turn it on.
-        "HARNESS_SANDBOX": "off",
+        # HARNESS_TEST_SANDBOX=auto runs the rest of the suite contained, to try it.
+        "HARNESS_SANDBOX": os.environ.get("HARNESS_TEST_SANDBOX", "off"),
         "XDG_STATE_HOME": tempfile.mkdtemp(prefix="harness-test-state-"),
     }
 )
