@@ -98,6 +98,7 @@ TARGETS = {
     "checkpoint": 2.0,
     "status_1000": 5.0,
     "noop_run": 5.0,
+    "sandbox_step": 1.1,
 }
 _T0_MS = calendar.timegm((2026, 11, 29, 8, 0, 0)) * 1000
 
@@ -949,6 +950,48 @@ def bench_noop(repo: Managed, reps: int) -> None:
     )
 
 
+# ---- sandbox_step -------------------------------------------------------------------------
+
+SANDBOX_GOAL = "sandbox-step"
+
+
+def bench_sandbox(repo: Managed, reps: int) -> None:
+    """A 0.5 s step through steps.run_step, contained by bwrap against bare, on a worktree
+    of the generated project (250 files). Both sides of each step kind are timed; the ratio
+    is the worse kind's: a build (the worktree bound writable) or a judge (a throw-away
+    copy of the worktree, made and removed around the step)."""
+    from harness.loop.sandbox import Place, Sandbox, contain, resolve
+    from harness.loop.steps import run_step
+
+    contained = resolve("required", os.environ)
+    bare = Sandbox("off", "off", reason="bench")
+    wt = repo.root / ".harness" / "worktrees" / SANDBOX_GOAL
+    git(repo.root, "worktree", "add", "-q", "-b", f"harness/{SANDBOX_GOAL}", str(wt))
+    common = repo.root / ".git"
+    place = Place(SANDBOX_GOAL, wt, repo.root, common, wt.parent, dict(os.environ))
+    argv = ["sleep", "0.5"]
+    best = Best.of("build", "judge", "bare")
+    for _ in range(reps):
+        for side, sandbox, writable in (
+            ("build", contained, True),
+            ("judge", contained, False),
+            ("bare", bare, True),
+        ):
+            started = time.perf_counter()
+            with contain(sandbox, place, argv, dict(os.environ), writable=writable) as box:
+                result = run_step(box.argv, wt, box.env, b"", 30.0)
+            best.add(side, time.perf_counter() - started)
+            if result.exit_code != 0:
+                raise SystemExit(f"bench: the {side} step failed: {result.output_tail}")
+    ratio = max(best["build"], best["judge"]) / best["bare"]
+    report(
+        "sandbox_step",
+        ratio,
+        f"build {best['build'] * 1000:.0f} ms, judge (copy) {best['judge'] * 1000:.0f} ms, "
+        f"bare {best['bare'] * 1000:.0f} ms (best of {reps})",
+    )
+
+
 # ---- main --------------------------------------------------------------------------------
 
 
@@ -1016,6 +1059,9 @@ def main(argv: list[str] | None = None) -> int:
             bench_status(fleet_repo(base, keys, FLEET), FLEET, args.reps)
         if "noop_run" in only:
             bench_noop(noop_repo(base, keys), args.reps)
+        if "sandbox_step" in only:
+            goal = goal_yaml(SANDBOX_GOAL, "true", "true", "true")
+            bench_sandbox(managed_repo(base / "sandbox", keys, {SANDBOX_GOAL: goal}), args.reps)
     finally:
         if args.keep is None:
             shutil.rmtree(base, ignore_errors=True)

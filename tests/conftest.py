@@ -17,6 +17,12 @@ os.environ.update(
         "GIT_COMMITTER_EMAIL": "committer@example.com",
         "GIT_CONFIG_NOSYSTEM": "1",
         "XDG_CONFIG_HOME": tempfile.mkdtemp(prefix="harness-test-config-"),
+        # The runner's default when a config names no `sandbox:`. The suite's scripted
+        # agents keep counters outside the repository, which a contained step cannot
+        # write; tests/attacks/test_sandbox.py and tests/loop/test_sandbox.py turn it on.
+        # HARNESS_TEST_SANDBOX=auto runs the rest of the suite contained, to try it.
+        "HARNESS_SANDBOX": os.environ.get("HARNESS_TEST_SANDBOX", "off"),
+        "XDG_STATE_HOME": tempfile.mkdtemp(prefix="harness-test-state-"),
     }
 )
 for _name in ("HARNESS_SECRET", "HARNESS_SECRET_FILE", "HARNESS_FAILPOINT"):

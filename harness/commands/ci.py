@@ -195,6 +195,16 @@ jobs:
       - name: Install goal-harness
         # Pin a version for repeatable runs: python -m pip install "goal-harness==X.Y.Z"
         run: python -m pip install goal-harness
+      - name: Install bubblewrap
+        # Every step runs contained under bwrap (`sandbox: auto`; docs/specs/sandbox.md).
+        # Ubuntu 24.04 lets AppArmor forbid the user namespaces bwrap makes; lift that on
+        # this throw-away runner, or `sandbox: required` refuses to run.
+        shell: bash
+        run: |
+          command -v bwrap >/dev/null || { sudo apt-get update -qq && sudo apt-get install -y -qq bubblewrap; }
+          if [ "$(sysctl -n kernel.apparmor_restrict_unprivileged_userns 2>/dev/null)" = 1 ]; then
+            sudo sysctl -q -w kernel.apparmor_restrict_unprivileged_userns=0
+          fi
       - name: Fetch goal branches
         # Every goal branch becomes a local branch, so the summary shows every goal. One
         # that exists here already is left alone: `harness run --push` brings it to the

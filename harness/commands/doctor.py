@@ -104,12 +104,29 @@ def run_checks(cwd: Path, env: Mapping[str, str]) -> list[Finding]:
     if repo is not None:
         found += _repository_checks(repo, env, secret, has_commit=repo_finding.status == OK)
     found.append(_ssh_keygen(env))
-    scrub = _config(repo.root)[0].scrub_env if repo is not None else ()
+    config = _config(repo.root)[0] if repo is not None else None
+    scrub = config.scrub_env if config is not None else ()
+    found.append(_sandbox(config, env))
     found += [_agent(cli, cwd, env, scrub) for cli in SUPPORTED]
     return found
 
 
 # --- the machine ------------------------------------------------------------------------
+
+
+def _sandbox(config: Config | None, env: Mapping[str, str]) -> Finding:
+    from harness.loop.sandbox import FIX, resolve
+
+    try:
+        sandbox = resolve(config.sandbox if config else None, env)
+    except TrustFailure as exc:
+        return _fail("sandbox", str(exc), FIX, trust=True)
+    except InvalidInput as exc:
+        return _fail("sandbox", str(exc), "set HARNESS_SANDBOX to auto, required or off")
+    if sandbox.on:
+        return Finding("sandbox", OK, f"{sandbox.describe()}: {sandbox.bwrap} works")
+    fix = "remove `sandbox: off` from .harness/config.yaml" if sandbox.mode == "off" else FIX
+    return Finding("sandbox", WARN, sandbox.describe(), fix)
 
 
 def parse_git_version(text: str) -> tuple[int, int] | None:

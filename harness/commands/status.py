@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Mapping
 from dataclasses import asdict
 from pathlib import Path
@@ -10,6 +11,7 @@ from typing import Any, TextIO
 
 from harness.commands.session import Session, open_session
 from harness.loop.control import Control
+from harness.loop.sandbox import notice
 from harness.record.cell import Cell, Unavailable, parse_cell
 from harness.record.render import unavailable_text
 from harness.store.gitrepo import Repo, branch_heads, read_blobs
@@ -22,10 +24,19 @@ BUDGET_KEYS = ("iterations", "seconds", "cost_usd", "turns", "passes")
 
 
 def status(
-    cwd: Path, goal_ids: list[str], as_json: bool, check: bool, env: Mapping[str, str], out: TextIO
+    cwd: Path,
+    goal_ids: list[str],
+    as_json: bool,
+    check: bool,
+    env: Mapping[str, str],
+    out: TextIO,
+    err: TextIO = sys.stderr,
 ) -> int:
     with open_session(cwd, env, goal_ids) as session:
         rows = _rows(session, goal_ids)
+        uncontained = notice(session.control.config.sandbox, env)
+    if uncontained is not None:  # on stderr: stdout stays one line (or one object) per goal
+        err.write(f"harness: {uncontained}\n")
     if as_json:
         out.write(json.dumps(rows, indent=2, sort_keys=True) + "\n")
     else:

@@ -14,6 +14,7 @@ from harness.loop.context import RunContext
 from harness.loop.control import Control
 from harness.loop.controller import GoalRunner
 from harness.loop.guards import ChildRecord
+from harness.loop.sandbox import Place, resolve
 from harness.model.goal import Goal
 from harness.record.cell import Cell
 from harness.record.events import TERMINAL, WAITING
@@ -34,6 +35,10 @@ def advance_goal(
     once); they are checked exactly like the committed ones.
     """
     control = ctx.control
+    # `sandbox: required` and no working bwrap (exit 3), or a bind that would show what a
+    # step must not see (exit 2): refused before anything is written.
+    resolve(control.config.sandbox, ctx.base_env)
+    Place.of(repo, goal_id, ctx.base_env, control.config.sandbox_binds).bind_pairs()
     goal = control.goal(goal_id, control.principals())
     lessons = control.lessons()
     verdict = _verdict(control, goal)

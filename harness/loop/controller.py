@@ -8,6 +8,8 @@ the same thing when it is run again. How a step's end is recorded is in `finish`
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import hashlib
 import shutil
 import tempfile
@@ -27,6 +29,7 @@ from harness.loop.lessons import Lesson, select
 from harness.loop.progress import Progress
 from harness.loop.prompt import build_prompt
 from harness.loop.recorder import call_id, fit_text
+from harness.loop.sandbox import Contained, Place, Sandbox, contain, resolve
 from harness.loop.spend import budget_limits, remaining_env
 from harness.loop.steps import StepResult, child_env, run_step
 from harness.model.goal import BuildSpec, Goal, JudgeSpec, StepSpec
@@ -110,6 +113,7 @@ class GoalRunner(Finisher):
                 "limits": budget_limits(self.goal),
                 "no_progress_passes": self.goal.halt.no_progress_passes,
                 "control_commit": self.ctx.control.commit,
+                "sandbox": self.sandbox.containment,
             }
             | self.command_hits(),
         )
@@ -205,7 +209,8 @@ class GoalRunner(Finisher):
                 self.ctx.control.config.scrub_env,
                 {"HARNESS_GOAL": self.goal.id, "HARNESS_STEP": "lesson-check"},
             )
-            result = run_step(lesson.check, self.wt.path, env, b"", lesson.check_timeout_s)
+            with self.contained("lesson-check", lesson.check, env) as box:
+                result = run_step(box.argv, self.wt.path, box.env, b"", lesson.check_timeout_s)
             passed = result.exit_code == 0 and not result.timed_out
             self.emit(
                 "lesson.checked",
@@ -311,6 +316,7 @@ class GoalRunner(Finisher):
             "base": self.wt.head(),
             "runner": self.ctx.runner,
             "lease_until": later(self.ctx.clock.now(), lease),
+            "sandbox": self.sandbox.containment,
         }
         self.given = self.lessons_for_build() if step == "build" else ()
         if self.given:
@@ -368,7 +374,6 @@ class GoalRunner(Finisher):
             }
             | remaining_env(self.cell),
         )
-        meter = self.meter(env) if step == "build" else None
         children = ChildRecord(self.ctx.control.repo.harness_dir() / "locks", self.goal.id)
         progress = Progress(self.ctx.progress, self.progress_text(step, iteration))
 
@@ -377,21 +382,44 @@ class GoalRunner(Finisher):
             progress.start()  # only after the fork: no thread exists while the child is made
 
         try:
-            result = run_step(
-                spec.run,
-                self.wt.path,
-                env,
-                prompt.encode(),
-                spec.timeout_s,
-                on_start=started,
-                on_stdout=meter.feed if meter else None,
-            )
+            with self.contained(step, spec.run, env, scratch) as box:
+                meter = self.meter(box.records_env) if step == "build" else None
+                result = run_step(
+                    box.argv,
+                    self.wt.path,
+                    box.env,
+                    prompt.encode(),
+                    spec.timeout_s,
+                    on_start=started,
+                    on_stdout=meter.feed if meter else None,
+                )
             spent = meter.finish() if meter else None
             return result, read_report_file(scratch / "report.json"), spent
         finally:
             progress.stop()
             children.clear()
             shutil.rmtree(scratch, ignore_errors=True)
+
+    # ---- containment (sandbox.md) ---------------------------------------------------------
+
+    @functools.cached_property
+    def sandbox(self) -> Sandbox:
+        return resolve(self.ctx.control.config.sandbox, self.ctx.base_env)
+
+    def contained(
+        self, step: str, argv: Sequence[str], env: dict[str, str], scratch: Path | None = None
+    ) -> contextlib.AbstractContextManager[Contained]:
+        """Only a build writes the worktree; every other step works on a throw-away copy,
+        from which the judge's JUnit file is copied back."""
+        config = self.ctx.control.config
+        place = Place.of(
+            self.ctx.control.repo, self.goal.id, self.ctx.base_env, config.sandbox_binds
+        )
+        junit = self.goal.judge.junit
+        keep = (junit,) if step == "judge" and junit else ()
+        return contain(
+            self.sandbox, place, argv, env, writable=step == "build", scratch=scratch, keep=keep
+        )
 
     def meter(self, env: dict[str, str]) -> Meter:
         """Reads the build's stdout as it arrives; `since` dates the tool's own records."""

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Literal, get_args
 
 from harness import __version__
 from harness.errors import StorageFailure, invalid
@@ -39,6 +39,9 @@ DESTRUCTIVE_CLASSES = (
     "branch_protection",
     "external_accounts",
 )
+
+SandboxMode = Literal["auto", "required", "off"]
+SANDBOX_MODES: tuple[SandboxMode, ...] = get_args(SandboxMode)
 
 _ENV_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # What git check-ref-format refuses anywhere in a name: controls, space, ~ ^ : ? * [ \.
@@ -62,6 +65,8 @@ class Config:
     scrub_env: tuple[str, ...]
     destructive: tuple[DestructiveRule, ...]
     prices: Prices | None = None
+    sandbox: SandboxMode | None = None  # None: not named; the runner's default applies
+    sandbox_binds: tuple[str, ...] = ()  # ~/… (the runner's home) or absolute, writable
 
 
 @dataclass(frozen=True)
@@ -218,6 +223,30 @@ def _config_from(raw: Mapping[str, Any], source: str) -> Config:
         prices=Prices(**{k: float(v) for k, v in raw["prices"].items()})
         if "prices" in raw
         else None,
+        sandbox=_sandbox_mode(raw.get("sandbox"), source),
+        sandbox_binds=tuple(
+            _bind(path, source, f"sandbox_binds[{index}]")
+            for index, path in enumerate(raw.get("sandbox_binds", []))
+        ),
+    )
+
+
+def _bind(path: str, source: str, key: str) -> str:
+    parts = path.split("/")
+    if not path.startswith(("~/", "/")) or ".." in parts or "\x00" in path or path in ("~/", "/"):
+        problem = f"{show_value(path)} is not a path to bind"
+        raise invalid(source, key, problem, "~/<folder> or an absolute path, without ..")
+    return path
+
+
+def _sandbox_mode(value: object, source: str) -> SandboxMode | None:
+    if value is None:
+        return None
+    for mode in SANDBOX_MODES:
+        if value == mode:
+            return mode
+    raise invalid(
+        source, "sandbox", f"{show_value(value)} is not a sandbox mode", "auto, required or off"
     )
 
 

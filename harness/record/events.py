@@ -63,6 +63,10 @@ GateReason = Literal[
 GATE_REASONS: Final[tuple[GateReason, ...]] = get_args(GateReason)
 DESTRUCTIVE_PREFIX: Final = "destructive:"
 
+# How a step was contained (loop/sandbox.py): by bubblewrap, not at all because the
+# configuration says `sandbox: off`, or not because `auto` found no working bwrap.
+Containment = Literal["bwrap", "off", "unavailable"]
+
 
 # ---- each event's data, as recorded ------------------------------------------------------
 # NotRequired marks a key that only some events carry (or that records written before it
@@ -86,6 +90,7 @@ class GoalStarted(TypedDict):
     control_commit: str
     command_classes: NotRequired[list[str]]
     command_detail: NotRequired[str | None]
+    sandbox: NotRequired[Containment]
 
 
 class StepStarted(TypedDict):
@@ -94,6 +99,7 @@ class StepStarted(TypedDict):
     runner: NotRequired[str]
     lease_until: NotRequired[str]
     lessons: NotRequired[list[LessonRef]]
+    sandbox: NotRequired[Containment]
 
 
 class LessonChecked(TypedDict):

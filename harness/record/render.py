@@ -67,14 +67,21 @@ def _goal_started(event: Event) -> str:
     data = event.data
     who = ",".join(data.get("approved_by", []))
     kind = event.type.split(".")[1]
-    return f"{kind} sha256={data['goal_sha256'][:12]} approved-by={who} limits: {_limits(data)}"
+    text = f"{kind} sha256={data['goal_sha256'][:12]} approved-by={who} limits: {_limits(data)}"
+    return text + _uncontained(data)
 
 
 def _step_started(event: Event) -> str:
     lessons = event.data.get("lessons")
     given = ", ".join(ref["name"] for ref in lessons) if lessons else ""
-    started = f"{event.step}[{event.iteration}] started"
+    started = f"{event.step}[{event.iteration}] started" + _uncontained(event.data)
     return f"{started} (lessons: {given})" if given else started
+
+
+def _uncontained(data: Mapping[str, Any]) -> str:
+    """`auto` found no working bwrap: every line that starts work says the step is bare.
+    (`off` is the owners' own choice, recorded in the data and not repeated here.)"""
+    return " (not contained: bwrap unavailable)" if data.get("sandbox") == "unavailable" else ""
 
 
 def _lesson_checked(event: Event) -> str:

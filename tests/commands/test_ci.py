@@ -117,6 +117,9 @@ def test_workflow_has_the_promised_shape(repo: Path) -> None:
     assert uses["actions/checkout"]["with"] == {"fetch-depth": 0}
     assert uses["actions/setup-python"]["with"] == {"python-version": "3.11"}
     assert _step(wf, "Install goal-harness")["run"] == "python -m pip install goal-harness"
+    bubblewrap = _step(wf, "Install bubblewrap")["run"]
+    assert "sudo apt-get install -y -qq bubblewrap" in bubblewrap
+    assert "sudo sysctl -q -w kernel.apparmor_restrict_unprivileged_userns=0" in bubblewrap
     fetch = _step(wf, "Fetch goal branches")["run"]
     assert '"+refs/heads/harness/*:refs/remotes/origin/harness/*"' in fetch
     run = _step(wf, "Run goals")
@@ -308,6 +311,9 @@ def test_cron_line_really_runs_the_goals(managed: ManagedFactory, tmp_path: Path
         "PATH": "/usr/bin:/bin",
         "HOME": str(tmp_path),
         "TEST_COUNTER_DIR": repo.env["TEST_COUNTER_DIR"],
+        # The scripted agent counts its runs outside the repository, which a contained
+        # step cannot write (tests/conftest.py).
+        "HARNESS_SANDBOX": "off",
     }
     proc = subprocess.run(["sh", "-c", fields[5]], cwd=tmp_path, env=env, timeout=120)
     assert proc.returncode == 0

@@ -190,8 +190,17 @@ ERROR_CASES: list[tuple[dict[str, Any], str]] = [
     (
         {"foo": 1},
         "unknown key 'foo' (expected one of version, control_ref, branch_prefix, defaults, "
-        "scrub_env, destructive, prices)",
+        "scrub_env, destructive, prices, sandbox, sandbox_binds)",
     ),
+    (
+        {"sandbox": "sometimes"},
+        "sandbox: 'sometimes' is not supported (expected one of auto, required, off)",
+    ),
+    ({"sandbox_binds": ["relative/path"]}, "sandbox_binds[0]: 'relative/path' is not a path"),
+    ({"sandbox_binds": ["~/a/../.ssh"]}, "sandbox_binds[0]: '~/a/../.ssh' is not a path to bind"),
+    ({"sandbox_binds": ["~/"]}, "sandbox_binds[0]: '~/' is not a path to bind"),
+    ({"sandbox_binds": "~/.claude"}, "sandbox_binds: got a string"),
+    ({"sandbox": True}, "sandbox: got a boolean true (expected one of auto, required, off)"),
     ({"defaults": {"retries": 1}}, "defaults: unknown key 'retries' (expected one of budget,"),
     (
         {"defaults": {"timeouts": {"deploy": "1m"}}},
@@ -297,6 +306,23 @@ ERROR_CASES: list[tuple[dict[str, Any], str]] = [
         "destructive[0].lines[0]: '((((",
     ),
 ]
+
+
+@pytest.mark.parametrize("mode", ["auto", "required", "off"])
+def test_sandbox_mode_parses(mode: str) -> None:
+    assert parse_config(config_bytes({"sandbox": mode}), SOURCE).sandbox == mode
+
+
+def test_sandbox_binds_parse_in_order() -> None:
+    document = {"sandbox_binds": ["~/.claude", "/var/cache/pip"]}
+    assert parse_config(config_bytes(document), SOURCE).sandbox_binds == (
+        "~/.claude",
+        "/var/cache/pip",
+    )
+
+
+def test_sandbox_left_out_means_the_runners_default() -> None:
+    assert parse_config(config_bytes({"branch_prefix": "h/"}), SOURCE).sandbox is None
 
 
 @pytest.mark.parametrize(("document", "expected"), ERROR_CASES)

@@ -1,0 +1,346 @@
+"""Containing a step: the bubblewrap (`bwrap`) command line every step command runs under.
+
+What a contained step sees (docs/specs/sandbox.md): the root file system read-only; its own
+/dev, /proc (its own PID namespace: no harness or parent process is visible, and every
+process in it ends when the step's command does) and /tmp; the main checkout and its `.git`
+read-only; its goal's worktree writable for a build, and for every other step a throw-away
+copy of it; a per-goal home that persists across the goal's steps. Hidden (an empty folder
+or /dev/null over them): `.git/harness/`, every goal worktree but its own, the other goals'
+homes, the secret file, `~/.ssh`, `~/.gnupg` and the agent sockets' folder.
+
+The mode comes from `.harness/config.yaml` (`sandbox:`), else the runner's
+`HARNESS_SANDBOX`, else `auto`: contained when bwrap works, said in the record when not.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import hashlib
+import os
+import pwd
+import shutil
+import stat
+import subprocess
+import tempfile
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from harness.errors import InvalidInput, TrustFailure, invalid
+from harness.model.config import SANDBOX_MODES, SandboxMode
+from harness.record.events import Containment
+from harness.store.gitrepo import Repo
+from harness.trust.secret import ENV_SECRET_FILE, default_secret_file
+
+ENV_SANDBOX = "HARNESS_SANDBOX"
+FIX = (
+    "install bubblewrap (apt-get install bubblewrap); on Ubuntu 24.04 let it make user "
+    "namespaces (an AppArmor profile for /usr/bin/bwrap, or "
+    "sysctl kernel.apparmor_restrict_unprivileged_userns=0)"
+)
+MAX_KEPT_BYTES = 64 * 1024 * 1024  # a JUnit file copied out of a throw-away layer
+# The runner's own directories a child would otherwise read the tools' settings from.
+_XDG_DIRS = ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME")
+_PROBE_TIMEOUT_S = 15.0
+
+
+@dataclass(frozen=True)
+class Sandbox:
+    mode: SandboxMode
+    containment: Containment
+    bwrap: str | None = None
+    reason: str = ""  # why steps are not contained, for the record, status and doctor
+
+    @property
+    def on(self) -> bool:
+        return self.containment == "bwrap"
+
+    def describe(self) -> str:
+        if self.on:
+            return "steps are contained (bubblewrap)"
+        return f"steps are not contained: {self.reason}"
+
+
+def effective_mode(configured: SandboxMode | None, env: Mapping[str, str]) -> SandboxMode:
+    """The config's `sandbox:`, else the runner's HARNESS_SANDBOX, else auto."""
+    if configured is not None:
+        return configured
+    value = env.get(ENV_SANDBOX, "")
+    if not value:
+        return "auto"
+    for mode in SANDBOX_MODES:
+        if value == mode:
+            return mode
+    raise invalid(
+        "environment", ENV_SANDBOX, f"{value!r} is not a sandbox mode", "auto, required or off"
+    )
+
+
+def resolve(configured: SandboxMode | None, env: Mapping[str, str]) -> Sandbox:
+    """How this run's steps are contained. `required` without a working bwrap refuses
+    (exit 3) before anything is written."""
+    mode = effective_mode(configured, env)
+    if mode == "off":
+        return Sandbox(mode, "off", reason="sandbox: off in the configuration")
+    bwrap = shutil.which("bwrap", path=env.get("PATH", os.defpath))
+    problem = "bwrap is not installed (not on PATH)" if bwrap is None else probe(bwrap)
+    if bwrap is not None and problem is None:
+        return Sandbox(mode, "bwrap", bwrap)
+    assert problem is not None
+    if mode == "required":
+        raise TrustFailure(f".harness/config.yaml: sandbox: required, but {problem}; {FIX}")
+    return Sandbox(mode, "unavailable", reason=problem)
+
+
+def notice(configured: SandboxMode | None, env: Mapping[str, str]) -> str | None:
+    """What `status` says when runs would not contain their steps (None: they would, or
+    the owners chose `sandbox: off`)."""
+    try:
+        sandbox = resolve(configured, env)
+    except TrustFailure as exc:
+        return f"runs refuse to start: {exc}"
+    except InvalidInput as exc:
+        return str(exc)
+    return None if sandbox.on or sandbox.mode == "off" else sandbox.describe()
+
+
+@functools.cache
+def probe(bwrap: str) -> str | None:
+    """None when `bwrap` can make the namespaces a step needs, else what went wrong."""
+    true = shutil.which("true") or "/bin/true"
+    argv = [bwrap, *_base_args(), "--", true]
+    try:
+        done = subprocess.run(
+            argv,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=_PROBE_TIMEOUT_S,
+            env={"PATH": os.defpath},
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"{bwrap} does not run: {exc}"
+    if done.returncode == 0:
+        return None
+    lines = done.stderr.decode("utf-8", "replace").strip().splitlines()
+    return f"{bwrap} does not work here: {lines[-1] if lines else f'exit {done.returncode}'}"
+
+
+def _base_args() -> list[str]:
+    # No --new-session: the step has no terminal (steps.run_step starts it in its own
+    # session), and a second setsid would take it out of the group the harness signals.
+    return [
+        "--ro-bind", "/", "/",
+        "--dev", "/dev",
+        "--proc", "/proc",
+        "--tmpfs", "/tmp",
+        "--unshare-pid",
+        "--unshare-ipc",
+        "--die-with-parent",
+    ]  # fmt: skip
+
+
+# ---- where one goal's steps run ----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Place:
+    """The paths one goal's step sees, keeps or must not see."""
+
+    goal_id: str
+    worktree: Path
+    repo_root: Path  # the main checkout
+    common_dir: Path  # the repository's .git
+    worktrees: Path  # every goal's worktree is below this
+    env: Mapping[str, str] = field(default_factory=dict)  # the runner's environment
+    binds: tuple[str, ...] = ()  # the config's sandbox_binds
+
+    @classmethod
+    def of(cls, repo: Repo, goal_id: str, env: Mapping[str, str], binds: tuple[str, ...]) -> Place:
+        worktree = repo.worktree_path(goal_id)
+        return cls(goal_id, worktree, repo.root, repo.common_dir, worktree.parent, env, binds)
+
+    def home(self) -> Path:
+        """The goal's own home: outside every worktree, kept across its steps."""
+        return self.homes() / self.goal_id
+
+    def homes(self) -> Path:
+        state = self.env.get("XDG_STATE_HOME") or str(_real_home(self.env) / ".local" / "state")
+        digest = hashlib.sha256(os.fsencode(self.common_dir.resolve())).hexdigest()[:16]
+        return Path(state) / "goal-harness" / "homes" / digest
+
+    def hidden(self) -> list[Path]:
+        homes = {_real_home(self.env), Path(pwd.getpwuid(os.getuid()).pw_dir)}
+        paths = [self.common_dir / "harness", self.worktrees, self.homes().parent]
+        paths += [home / name for home in sorted(homes) for name in (".ssh", ".gnupg")]
+        paths += [default_secret_file(self.env).parent]
+        if self.env.get(ENV_SECRET_FILE):
+            paths.append(Path(self.env[ENV_SECRET_FILE]).expanduser())
+        socket = self.env.get("SSH_AUTH_SOCK")
+        if socket:
+            paths.append(Path(socket).parent)
+        paths.append(Path(f"/run/user/{os.getuid()}"))
+        return paths
+
+    def bind_pairs(self) -> list[tuple[Path, Path]]:
+        """Each of the config's `sandbox_binds` as (on the runner, inside the step): a
+        `~/` path is the runner's, seen at the same place in the goal's home. A bind that
+        would show a hidden path or the repository is refused (exit 2) by name."""
+        pairs = []
+        for index, text in enumerate(self.binds):
+            if text.startswith("~/"):
+                source, target = _real_home(self.env) / text[2:], self.home() / text[2:]
+            else:
+                source = target = Path(text)
+            self._check_bind(f"sandbox_binds[{index}]", text, source)
+            pairs.append((source, target))
+        return pairs
+
+    def _check_bind(self, key: str, text: str, source: Path) -> None:
+        shown = source.resolve()
+        for kept in (*self.hidden(), self.repo_root, self.common_dir):
+            kept = kept.resolve()
+            if shown.is_relative_to(kept) or kept.is_relative_to(shown):
+                raise invalid(
+                    ".harness/config.yaml",
+                    key,
+                    f"{text!r} would let a step see or write {kept}",
+                    "a path outside the repository, ~/.ssh, ~/.gnupg and the secret's folder",
+                )
+
+
+def _real_home(env: Mapping[str, str]) -> Path:
+    return Path(env.get("HOME") or pwd.getpwuid(os.getuid()).pw_dir).expanduser()
+
+
+def _hide(path: Path) -> list[str]:
+    try:
+        info = os.stat(path)
+    except OSError:
+        return []  # nothing there to hide
+    where = os.fspath(path.resolve())
+    if stat.S_ISDIR(info.st_mode):
+        return ["--tmpfs", where]
+    return ["--ro-bind", "/dev/null", where]
+
+
+def bwrap_argv(
+    bwrap: str,
+    place: Place,
+    argv: Sequence[str],
+    *,
+    work: Path,
+    scratch: Path | None,
+) -> list[str]:
+    """`argv` under bwrap: `work` (the worktree itself or a throw-away copy) is mounted
+    writable at the worktree's path; everything else as the module docstring says."""
+    worktree = os.fspath(place.worktree.resolve())
+    home = place.home()
+    args = [bwrap, *_base_args()]
+    # The repository may be under /tmp (hidden by the tmpfs): show it again, read-only.
+    for shown in dict.fromkeys([place.repo_root.resolve(), place.common_dir.resolve()]):
+        args += ["--ro-bind", os.fspath(shown), os.fspath(shown)]
+    for path in place.hidden():
+        args += _hide(path)
+    args += ["--bind", os.fspath(home), os.fspath(home)]
+    for source, target in place.bind_pairs():  # missing on this machine: left out
+        args += ["--bind-try", os.fspath(source), os.fspath(target)]
+    if scratch is not None:
+        args += ["--bind", os.fspath(scratch), os.fspath(scratch)]
+    args += ["--bind", os.fspath(work), worktree, "--chdir", worktree]
+    return [*args, "--", *argv]
+
+
+def contained_env(env: Mapping[str, str], place: Place) -> dict[str, str]:
+    """The child's environment inside the sandbox: HOME is the goal's own home."""
+    inner = {name: value for name, value in env.items() if name not in _XDG_DIRS}
+    inner["HOME"] = os.fspath(place.home())
+    return inner
+
+
+# The agents' own folders the harness reads a build's spend from (loop/agents/records.py),
+# and the variable that names each, when a `~/` bind shows the runner's folder inside.
+_RECORD_DIRS = {".claude": "CLAUDE_CONFIG_DIR", ".codex": "CODEX_HOME"}
+
+
+@dataclass
+class Contained:
+    """One step's command line, and (for a read-only step) its throw-away layer."""
+
+    argv: list[str]
+    env: dict[str, str]
+    layer: Path | None = None
+    host_env: dict[str, str] = field(default_factory=dict)  # for reading its records
+
+    @property
+    def records_env(self) -> dict[str, str]:
+        """`env` as the harness must read it from outside: where a bind shows the runner's
+        `~/.claude` or `~/.codex` inside the goal's home, the records are in the runner's."""
+        return self.env | self.host_env
+
+
+def _host_env(place: Place, env: Mapping[str, str]) -> dict[str, str]:
+    found = {}
+    for text, (source, _) in zip(place.binds, place.bind_pairs(), strict=True):
+        variable = _RECORD_DIRS.get(text.removeprefix("~/"))
+        if variable is not None and text.startswith("~/") and variable not in env:
+            found[variable] = os.fspath(source)
+    return found
+
+
+@contextlib.contextmanager
+def contain(
+    sandbox: Sandbox,
+    place: Place,
+    argv: Sequence[str],
+    env: Mapping[str, str],
+    *,
+    writable: bool,
+    scratch: Path | None = None,
+    keep: Sequence[str] = (),
+) -> Iterator[Contained]:
+    """The step's argv and env, contained when the sandbox is on. A read-only step works on
+    a copy of the worktree, deleted afterwards; the files named in `keep` (a JUnit report)
+    are copied back into the worktree first, so the harness reads them where it always has."""
+    if not sandbox.on:
+        yield Contained(list(argv), dict(env))
+        return
+    assert sandbox.bwrap is not None
+    home = place.home()
+    home.mkdir(parents=True, exist_ok=True, mode=0o700)
+    layer = None if writable else _copy_worktree(place.worktree)
+    work = place.worktree if layer is None else layer
+    try:
+        full = bwrap_argv(sandbox.bwrap, place, argv, work=work, scratch=scratch)
+        yield Contained(full, contained_env(env, place), layer, _host_env(place, env))
+        if layer is not None:
+            for rel in keep:
+                _copy_out(layer, place.worktree, rel)
+    finally:
+        if layer is not None:
+            shutil.rmtree(layer.parent, ignore_errors=True)
+
+
+def _copy_worktree(worktree: Path) -> Path:
+    """A copy of the worktree, ignored files included (a judge needs its virtualenv)."""
+    layer = Path(tempfile.mkdtemp(prefix="harness-layer-")) / "work"
+    shutil.copytree(worktree, layer, symlinks=True)
+    return layer
+
+
+def _copy_out(layer: Path, worktree: Path, rel: str) -> None:
+    """A regular file the step wrote at `rel`, copied into the worktree (never a link)."""
+    source = layer / rel
+    try:
+        info = os.lstat(source)
+    except OSError:
+        return
+    if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_KEPT_BYTES:
+        return
+    target = worktree / rel
+    if not target.resolve().is_relative_to(worktree.resolve()):
+        return
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.unlink(missing_ok=True)
+    shutil.copyfile(source, target)
