@@ -17,8 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from harness import failpoints
-from harness.errors import Busy, HarnessError, Interrupted
+from harness.errors import Busy, HarnessError, Interrupted, TrustFailure
 from harness.loop.agents import Meter, Usage, read_report_file
+from harness.loop.binding import same_tree, unbound
 from harness.loop.clock import later
 from harness.loop.context import RunContext
 from harness.loop.finish import FINISH, MAX_LISTED_PATHS, Finisher, Ran, unavailable_detail
@@ -85,6 +86,7 @@ class GoalRunner(Finisher):
         self.lessons = tuple(lessons)
         self.given: tuple[Lesson, ...] = ()
         self.steps_run = 0
+        self.ship_from: str | None = None  # the gate commit a ship decision named
         remote = ctx.remote
         if remote is not None:
             branch = worktree.branch()
@@ -148,7 +150,16 @@ class GoalRunner(Finisher):
             return False
         return cell.step == "build" and unavailable.waiting(self.ctx.clock.now())
 
+    def bound(self) -> bool:
+        """The branch head and worktree are what the harness committed; else stop at tamper."""
+        problem = unbound(self.wt, self.paths, self.key, self.cell, self.vouched)
+        if problem is not None:
+            self.gate("needs_attention", "tamper", problem)
+        return problem is None
+
     def step_once(self) -> None:
+        if not self.bound():
+            return
         cell = self.cell
         if cell.in_flight is not None:
             self.resume_cut_off()
@@ -376,10 +387,13 @@ class GoalRunner(Finisher):
             children.save(pid, cid)
             progress.start()  # only after the fork: no thread exists while the child is made
 
+        cwd = self.wt.path
+        if step == "ship":  # exactly the signed commit, never the worktree an agent touched
+            cwd = self.ship_checkout(scratch / "checkout")
         try:
             result = run_step(
                 spec.run,
-                self.wt.path,
+                cwd,
                 env,
                 prompt.encode(),
                 spec.timeout_s,
@@ -391,7 +405,18 @@ class GoalRunner(Finisher):
         finally:
             progress.stop()
             children.clear()
+            if cwd != self.wt.path:
+                self.wt.remove_checkout(cwd)
             shutil.rmtree(scratch, ignore_errors=True)
+
+    def ship_checkout(self, path: Path) -> Path:
+        """A fresh checkout of the commit the ship decision named (in this process) or of
+        the head, whose tree `bound()` has just compared with the cell's."""
+        commit = self.ship_from or self.wt.head()
+        if not same_tree(self.wt, commit, self.cell):
+            raise TrustFailure(f"goal {self.goal.id}: commit {commit} is not what the cell names")
+        self.wt.add_checkout(commit, path)
+        return path
 
     def meter(self, env: dict[str, str]) -> Meter:
         """Reads the build's stdout as it arrives; `since` dates the tool's own records."""
@@ -416,6 +441,7 @@ class GoalRunner(Finisher):
     def cross_gate(self, verdict: Verdict) -> None:
         """Record a signed decision's use; the fold moves the goal on."""
         statement = verdict.record.statement
+        self.ship_from = statement.commit if statement.decision == "ship" else None
         data: dict[str, Any] = {
             "decision": statement.decision,
             "gate": self.cell.gate,

@@ -121,6 +121,9 @@ class Cell:
     sessions: tuple[SessionTotals, ...] = ()  # agent session → last reported totals
     lessons_given: tuple[str, ...] = ()  # lessons put into any build's prompt
     unavailable: Unavailable | None = None  # the model API failed on the last builds
+    # The work tree id (the tree without ledger/) the harness committed with this cell:
+    # evidence of the checkpoint, not a fold of the ledger (what ships must equal it).
+    tree: str | None = None
     position: Position = START
 
     def to_dict(self) -> dict[str, Any]:
@@ -251,6 +254,7 @@ _OPTIONAL: dict[str, Any] = {
     "sessions": [],
     "lessons_given": [],
     "unavailable": None,
+    "tree": None,
 }
 
 

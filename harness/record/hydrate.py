@@ -11,7 +11,7 @@ leaves every byte as it was.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from harness.errors import TrustFailure
@@ -217,7 +217,9 @@ def load(
         ledger.cut_torn_tail()
     behind = ledger.head.seq - (working.position.seq if working else 0)
     # Sequences run from 1 without a gap (each line was checked), so the head is the count.
-    return Loaded(scan.fold, ledger, rendered, torn, behind, ledger.head.seq)
+    # The tree is the checkpoint's evidence, not a fold of the ledger: carry it over.
+    cell = replace(scan.fold, tree=working.tree) if working is not None else scan.fold
+    return Loaded(cell, ledger, rendered, torn, behind, ledger.head.seq)
 
 
 def _earlier_position(
@@ -275,5 +277,8 @@ def _check_working_cell(
             f"the cell names event {at.seq} but events up to {scan.committed_head.seq} are committed: "
             "an older cell was put back (rollback)",
         )
-    if working is not None and scan.at_cell != working:
+    folded = scan.at_cell
+    if folded is not None and working is not None:
+        folded = replace(folded, tree=working.tree)  # the tree is not folded (cell.md)
+    if working is not None and folded != working:
         raise _refuse(paths, f"the cell does not match the ledger folded up to event {at.seq}")

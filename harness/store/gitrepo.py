@@ -266,13 +266,30 @@ class Worktree:
         no-progress detection and read-only checks compare.
         """
         self.stage_all()
-        tree = self.git("write-tree")
+        return self.tree_without(self.git("write-tree"), exclude_top)
+
+    def tree_without(self, tree: str, exclude_top: str = "ledger") -> str:
+        """The tree id of `tree` (any tree-ish) without its top-level `exclude_top` entry."""
         listing = run_git(["ls-tree", "-z", tree], self.path).stdout
         kept = [
             e for e in listing.split(b"\0") if e and not e.endswith(b"\t" + exclude_top.encode())
         ]
         made = run_git(["mktree", "-z"], self.path, input=b"".join(e + b"\0" for e in kept))
         return made.stdout.decode().strip()
+
+    def tree_changes(self, old: str, new: str) -> list[str]:
+        """The paths that differ between two trees (no renames, attributes not consulted)."""
+        args = ["diff-tree", "-r", "-z", "--name-only", "--no-renames", "--no-textconv"]
+        out = run_git([*args, "--no-ext-diff", old, new], self.path).stdout
+        return [p for p in out.decode("utf-8", "replace").split("\0") if p]
+
+    def add_checkout(self, commit: str, path: Path) -> None:
+        """A fresh detached checkout of exactly `commit`, from the object store, at `path`."""
+        run_git(["worktree", "add", "-q", "--detach", str(path), commit], self.path)
+
+    def remove_checkout(self, path: Path) -> None:
+        run_git(["worktree", "remove", "--force", str(path)], self.path, check=False)
+        run_git(["worktree", "prune"], self.path, check=False)
 
     def commit(self, message: str) -> str:
         """Stage everything and commit as the harness; returns the new commit id."""
