@@ -771,6 +771,25 @@ def ship_cut_off(world: World) -> None:
     world.repo.harness("run", "g2", check=0)
 
 
+def edit_g2_after_parking(world: World) -> None:
+    """Any process adds a file to g2's worktree after it parked; the owner then signs
+    an exact ship decision for the gate commit they reviewed."""
+    (world.worktree("g2") / "deploy.sh").write_text("rm -rf /srv\n")
+    decide("g2", "ship")(world)
+
+
+def foreign_commit_on_g2(world: World) -> None:
+    """A committer with no key adds a commit to harness/g2 (a fast-forward, as a push
+    would); the owner then signs an exact ship decision for the gate commit."""
+    worktree = world.worktree("g2")
+    (worktree / "deploy.sh").write_text("rm -rf /srv\n")
+    git(worktree, "add", "deploy.sh")
+    git(worktree, "commit", "-q", "-m", "a small fix")
+    decide("g2", "ship")(world)
+
+
+# A gate on g2: its ledger, cell and report, and its branch.
+G2_GATE_WRITES = ("repo/.harness/worktrees/g2/ledger/", "repo/.git/refs/heads/harness/g2")
 RUN_G2 = ("run", "g2")
 PARKED = still_waits("parked_at_eyes", "ship", "ship needs a signed decision")
 SPENT = still_waits("needs_attention", "budget_exhausted", "iterations 1/1")
@@ -817,6 +836,29 @@ DECISION_ATTACKS = [
         ship_cut_off,
         RUN_G2,
         still_waits("parked_at_eyes", "ship_outcome_unknown", "never retried on its own"),
+    ),
+    Attack(
+        "ship-after-worktree-edit",
+        "in-toto artifact binding: the worktree changed after the owner reviewed the gate",
+        edit_g2_after_parking,
+        RUN_G2,
+        gated(
+            "tamper",
+            "^the worktree differs from what the harness last committed: deploy.sh$",
+            G2_GATE_WRITES,
+        ),
+    ),
+    Attack(
+        "ship-after-foreign-commit",
+        "in-toto unauthorized functionary: a commit the harness did not make, on the goal branch",
+        foreign_commit_on_g2,
+        RUN_G2,
+        gated(
+            "tamper",
+            "^the goal branch head [0-9a-f]{12} holds changes the harness did not commit: "
+            "deploy.sh$",
+            G2_GATE_WRITES,
+        ),
     ),
     Attack(
         "decision-extend-non-owner",
