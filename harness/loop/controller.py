@@ -23,7 +23,7 @@ from harness.loop.binding import same_tree, unbound
 from harness.loop.clock import later
 from harness.loop.context import RunContext
 from harness.loop.finish import FINISH, MAX_LISTED_PATHS, Finisher, Ran, unavailable_detail
-from harness.loop.guards import ChildRecord, GitConfigGuard
+from harness.loop.guards import ChildRecord, GitConfigGuard, RecordGuard
 from harness.loop.lessons import Lesson, select
 from harness.loop.progress import Progress
 from harness.loop.prompt import build_prompt
@@ -331,6 +331,7 @@ class GoalRunner(Finisher):
         before = self.wt.work_tree_id() if step in READ_ONLY_STEPS else None
         failpoints.hit(f"in_{step}")
         guard = GitConfigGuard(self.wt.guarded_files())
+        record = RecordGuard(self.wt)
         try:
             result, report, agent = self.execute(step, iteration, cid)
         except Interrupted as stop:
@@ -344,13 +345,24 @@ class GoalRunner(Finisher):
         if touched:
             # Before any git call: a changed config could make git run the agent's commands.
             guard.restore()
-            tamper = ran.data() | {"result": "tamper", "touched": touched}
-            self.emit("step.finished", step, iteration, tamper)
-            self.gate(
-                "needs_attention", "tamper", "changed git configuration: " + ", ".join(touched)
-            )
+            self.stop_tampered(ran, touched, "changed git configuration: ")
+            return
+        moved = record.changed()
+        if moved:  # before one more byte is written there: a link would carry it anywhere
+            record.restore()
+            self.stop_tampered(ran, moved, "a step changed the harness's own record: ")
             return
         FINISH[step](self, ran)
+
+    def stop_tampered(self, ran: Ran, touched: list[str], what: str) -> None:
+        # `tree`: the fold of a judge or review that did not pass reads it (a repair round).
+        tamper = ran.data() | {
+            "result": "tamper",
+            "touched": touched,
+            "tree": self.wt.work_tree_id(),
+        }
+        self.emit("step.finished", ran.step, ran.iteration, tamper)
+        self.gate("needs_attention", "tamper", what + ", ".join(touched))
 
     def spec(self, step: StepName) -> StepSpec | BuildSpec | JudgeSpec:
         spec = STEP_SPECS[step](self.goal)

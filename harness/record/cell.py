@@ -17,7 +17,7 @@ from typing import Any, NamedTuple
 from harness.errors import TrustFailure
 from harness.record.events import STATUSES
 from harness.record.ledger import START, Position
-from harness.store.fsutil import atomic_write, canonical_json, strict_json_loads
+from harness.store.fsutil import atomic_write, canonical_json, read_no_follow, strict_json_loads
 
 CELL_VERSION = 1
 MAX_CELL_BYTES = 64 * 1024
@@ -285,8 +285,7 @@ def _cell_from(raw: dict[str, Any], source: str) -> Cell:
 
 def read_cell(path: Path, source: str, goal_id: str, key: bytes) -> Cell | None:
     """The cell at `path`, or None when there is none."""
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
+    data = read_no_follow(path)
+    if data is None:
         return None
     return parse_cell(data, source, goal_id, key)

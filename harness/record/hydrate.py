@@ -19,6 +19,7 @@ from harness.record.cell import Cell, parse_cell
 from harness.record.fold import apply
 from harness.record.ledger import START, Ledger, Position, Record, TornTail
 from harness.record.render import MarkdownReport
+from harness.store.fsutil import refuse_link
 from harness.store.gitrepo import run_git
 
 
@@ -48,6 +49,14 @@ class GoalPaths:
     @property
     def report(self) -> Path:
         return self.folder / "report.md"
+
+    def refuse_links(self) -> None:
+        """`ledger/`, the goal's folder, its events folder and its files are not links."""
+        for path in (self.root / "ledger", self.folder, self.events, self.cell, self.report):
+            refuse_link(path)
+        if self.events.is_dir():
+            for segment in self.events.iterdir():
+                refuse_link(segment)
 
 
 @dataclass(frozen=True)
@@ -189,6 +198,7 @@ def load(
     on_record: Callable[[Record], None] | None = None,
 ) -> Loaded:
     source = f"{paths.rel}/state.json"
+    paths.refuse_links()
     working = _read_cell(paths, source, key)
     ledger = Ledger(paths.events, paths.goal_id, key)
     earlier = _earlier_position(paths, key, committed, source)

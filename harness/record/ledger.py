@@ -176,7 +176,8 @@ class Ledger:
             last_segment = number == len(paths)
             size = whole = 0
             name = path.name
-            with path.open("rb", buffering=_READ_BUFFER) as handle:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)  # a link is refused (ELOOP)
+            with open(fd, "rb", buffering=_READ_BUFFER) as handle:
                 for line_no, line in enumerate(handle, start=1):
                     if not line.endswith(b"\n"):
                         if last_segment:
