@@ -133,9 +133,10 @@ class Finisher(Recorder):
         from harness.trust.destructive.diff import parse_diff
         from harness.trust.destructive.hits import classes_of
         from harness.trust.destructive.summary import summarize
+        from harness.trust.destructive.textlike import staged_diff
 
         hits = classify_changes(
-            parse_diff(self.wt.diff_text(base)), self.ctx.control.config.destructive
+            parse_diff(staged_diff(self.wt, base)), self.ctx.control.config.destructive
         )
         if not hits:
             return {}

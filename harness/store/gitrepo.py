@@ -339,20 +339,34 @@ class Worktree:
         xdg = Path(os.environ.get("XDG_CONFIG_HOME") or home / ".config") / "git"
         files = [common / "config", common / "info" / "attributes", admin / "config.worktree"]
         files += [admin / "commondir", admin / "gitdir", self.path / ".git"]
+        # Excludes and attributes outside the tree: a file they hide is never staged, so
+        # never checked, yet there when the judge runs (issue 13).
+        files += [common / "info" / "exclude", xdg / "ignore", *self._configured_files()]
         return [*files, home / ".gitconfig", xdg / "config", xdg / "attributes"]
 
-    def diff_text(self, base: str) -> str:
+    def _configured_files(self) -> list[Path]:
+        found = []
+        for key in ("core.excludesFile", "core.attributesFile"):
+            got = run_git(["config", "--path", "--get", key], self.path, check=False)
+            if got.returncode == 0 and got.stdout.strip():
+                found.append(Path(got.stdout.decode("utf-8", "replace").strip()))
+        return found
+
+    def diff_text(self, base: str, as_text: Sequence[str] = ()) -> str:
         """The staged change since `base`, stable whatever the user's diff config says,
-        without the harness-owned paths (their changes are tampering, checked elsewhere)."""
+        without the harness-owned paths (their changes are tampering, checked elsewhere).
+
+        `as_text`: paths git would call binary (a `-diff` attribute, a NUL byte) that are
+        shown line by line all the same (`--text`), whatever the attributes say."""
         args = ["diff", "--cached", "-U0", "--no-renames", "--no-color", "--no-ext-diff"]
-        args += ["--no-textconv", "--src-prefix=a/", "--dst-prefix=b/", base, "--", "."]
-        args += [
-            ":(exclude)ledger",
-            ":(exclude).harness",
-            ":(exclude)goals",
-            ":(exclude)*.approval",
-        ]
-        return run_git(args, self.path).stdout.decode("utf-8", "replace")
+        args += ["--no-textconv", "--src-prefix=a/", "--dst-prefix=b/", base, "--"]
+        own = [":(exclude)ledger", ":(exclude).harness", ":(exclude)goals", ":(exclude)*.approval"]
+        forced = [f":(literal){p}" for p in as_text]
+        rest = [f":(exclude,literal){p}" for p in as_text]
+        out = run_git([*args, ".", *own, *rest], self.path).stdout
+        if forced:
+            out += run_git([*args[:1], "--text", *args[1:], *forced], self.path).stdout
+        return out.decode("utf-8", "replace")
 
     def restore_paths(self, base: str, paths: Iterable[str]) -> None:
         """Put `paths` back as they were at `base` (deleting those that did not exist)."""
