@@ -400,9 +400,9 @@ class GoalRunner(Finisher):
             progress.start()  # only after the fork: no thread exists while the child is made
 
         cwd = self.wt.path
-        if step == "ship":  # exactly the signed commit, never the worktree an agent touched
-            cwd = self.ship_checkout(scratch / "checkout")
         try:
+            if step == "ship":  # exactly the signed commit, never the worktree an agent touched
+                cwd = self.ship_checkout(scratch / "checkout")
             result = run_step(
                 spec.run,
                 cwd,
