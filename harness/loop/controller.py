@@ -332,6 +332,7 @@ class GoalRunner(Finisher):
         failpoints.hit(f"in_{step}")
         guard = GitConfigGuard(self.wt.guarded_files())
         record = RecordGuard(self.wt)
+        self.note_ignored(step)
         try:
             result, report, agent = self.execute(step, iteration, cid)
         except Interrupted as stop:

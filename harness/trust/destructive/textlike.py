@@ -8,9 +8,11 @@ mostly printable bytes), is therefore diffed with `--text` whatever git thinks o
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import PurePosixPath
 
 from harness.store.gitrepo import Worktree, run_git
+from harness.trust.destructive.diff import FileChange
 
 TEXT_SUFFIXES = frozenset(
     [
@@ -109,3 +111,29 @@ def staged_head(wt: Worktree, path: str, size: int = 8192) -> bytes:
     """The first `size` bytes of `path` as staged (empty when it is not)."""
     blob = run_git(["cat-file", "blob", f":{path}"], wt.path, check=False)
     return blob.stdout[:size] if blob.returncode == 0 else b""
+
+
+MAX_UNSEEN_BYTES = 1 << 20
+
+
+def ignored_entries(wt: Worktree) -> set[str]:
+    """Untracked files and folders git's ignore rules hide (a folder as one `name/` entry):
+    never staged, so never in the diff, yet there when the judge runs."""
+    args = ["ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--directory"]
+    out = run_git(args, wt.path).stdout.decode("utf-8", "replace")
+    return {p for p in out.split("\0") if p}
+
+
+def unseen_changes(wt: Worktree, paths: Sequence[str]) -> list[FileChange]:
+    """New ignored files as added files, for the classifier (text by name or content)."""
+    changes = []
+    for path in paths:
+        file = wt.path / path
+        if path.endswith("/") or file.is_symlink() or not file.is_file():
+            continue
+        with file.open("rb") as handle:
+            data = handle.read(MAX_UNSEEN_BYTES)
+        binary = not looks_like_text(path, data[:8192])
+        lines = () if binary else tuple(enumerate(data.decode("utf-8", "replace").splitlines(), 1))
+        changes.append(FileChange(path, "A", lines, (), binary))
+    return changes
