@@ -15,6 +15,7 @@ import click
 
 from harness import __version__
 from harness.errors import HarnessError, Interrupted
+from harness.record.visible import one_line
 
 
 def _crash_log(exc: BaseException) -> Path:
@@ -34,7 +35,7 @@ class HarnessGroup(click.Group):
         try:
             return super().invoke(ctx)
         except HarnessError as exc:
-            click.echo(f"harness: {exc}", err=True)
+            click.echo(f"harness: {one_line(exc)}", err=True)
             ctx.exit(exc.exit_code)
         except (click.exceptions.Exit, click.ClickException, click.Abort):
             raise
@@ -54,7 +55,7 @@ class HarnessGroup(click.Group):
         except Exception as exc:  # a bug: keep the traceback, show one line
             log = _crash_log(exc)
             click.echo(
-                f"harness: internal error: {type(exc).__name__}: {exc} (traceback in {log})",
+                f"harness: internal error: {type(exc).__name__}: {one_line(exc)} (traceback in {log})",
                 err=True,
             )
             ctx.exit(1)

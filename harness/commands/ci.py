@@ -215,10 +215,19 @@ jobs:
           for ref in $(git for-each-ref --format='%(refname:lstrip=3)' "refs/remotes/origin/@PREFIX@"); do
             git show-ref -q --verify "refs/heads/$ref" || git branch -q --no-track "$ref" "origin/$ref"
           done
-      - name: Run goals
+      # The secret goes into a file only this job's user can read, by a step that ends at
+      # once; the steps that stay alive as the harness's parent never hold it.
+      - name: Write the secret to a file
         shell: bash
         env:
           HARNESS_SECRET: ${{ secrets.HARNESS_SECRET }}
+        run: |
+          umask 077
+          printf '%s\\n' "$HARNESS_SECRET" > "$RUNNER_TEMP/goal-harness-secret"
+      - name: Run goals
+        shell: bash
+        env:
+          HARNESS_SECRET_FILE: ${{ runner.temp }}/goal-harness-secret
         run: |
           code=0
           harness run --push origin || code=$?
@@ -230,7 +239,7 @@ jobs:
         if: always()
         shell: bash
         env:
-          HARNESS_SECRET: ${{ secrets.HARNESS_SECRET }}
+          HARNESS_SECRET_FILE: ${{ runner.temp }}/goal-harness-secret
         run: |
           {
             echo "## goal-harness status"
@@ -243,6 +252,10 @@ jobs:
               harness replay "${ref#@PREFIX@}" --format md || echo "(no report for $ref)"
             done
           } >> "$GITHUB_STEP_SUMMARY"
+      - name: Remove the secret file
+        if: always()
+        shell: bash
+        run: rm -f "$RUNNER_TEMP/goal-harness-secret"
 """
 
 

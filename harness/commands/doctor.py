@@ -26,6 +26,7 @@ from harness.errors import HarnessError, InvalidInput, TrustFailure
 from harness.loop.agents_support import SUPPORTED, AgentCli, probe
 from harness.loop.control import CONFIG_PATH, OWNERS_PATH, Control, open_control
 from harness.model.config import Config, parse_config
+from harness.record.visible import one_line
 from harness.store.gitrepo import Repo, read_blobs, run_git
 from harness.store.lock import lock_holder
 from harness.store.worktree import RegisteredWorktree, list_worktrees
@@ -84,8 +85,8 @@ def exit_code(findings: list[Finding]) -> int:
 
 
 def _text(f: Finding) -> str:
-    fix = f"  fix: {f.fix}\n" if f.fix and f.status != OK else ""
-    return f"{f.status} {f.check}: {f.finding}\n{fix}"
+    fix = f"  fix: {one_line(f.fix)}\n" if f.fix and f.status != OK else ""
+    return f"{f.status} {f.check}: {one_line(f.finding)}\n{fix}"
 
 
 def _fail(check: str, finding: str, fix: str, trust: bool = False) -> Finding:

@@ -26,6 +26,7 @@ from harness.model.wording import show_value
 from harness.record.cell import Cell, parse_cell
 from harness.record.events import TERMINAL, WAITING
 from harness.record.render import unavailable_text
+from harness.record.visible import block, one_line
 from harness.store.gitrepo import Repo
 from harness.store.lock import GoalLock
 from harness.trust.decisions import bound_to
@@ -145,7 +146,7 @@ def _step_summary(env: Mapping[str, str], repo: Repo, goal_id: str) -> None:
     report = repo.worktree_path(goal_id) / "ledger" / goal_id / "report.md"
     if summary and report.is_file():
         with open(summary, "a", encoding="utf-8") as handle:
-            handle.write(report.read_text(encoding="utf-8") + "\n")
+            handle.write(block(report.read_text(encoding="utf-8")) + "\n")
 
 
 def _overall(codes: list[int]) -> int:
@@ -160,7 +161,7 @@ def _misnamed(stem: str, err: TextIO, quiet: bool) -> dict[str, Any]:
     """A `goals/*.yaml` file whose name is not a goal id: reported, never run or locked."""
     exc = invalid(goal_source(stem), "", "the file name is not a goal id", GOAL_ID_EXPECTED)
     if not quiet:
-        err.write(f"harness: {show_value(stem)}: error: {exc}\n")
+        err.write(f"harness: {show_value(stem)}: error: {one_line(exc)}\n")
     return {
         "id": stem,
         "result": "error",
@@ -186,7 +187,7 @@ def _run_one(
             else "error"
         )
         if not quiet:
-            err.write(f"harness: {goal_id}: {label}: {exc}\n")
+            err.write(f"harness: {goal_id}: {label}: {one_line(exc)}\n")
         return {"id": goal_id, "result": label, "exit_code": exc.exit_code, "message": str(exc)}
     waiting = cell.unavailable if cell.status == "running" and cell.unavailable else None
     if waiting is not None and waiting.retry_at is not None and not quiet:

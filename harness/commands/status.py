@@ -14,6 +14,7 @@ from harness.loop.control import Control
 from harness.loop.sandbox import notice
 from harness.record.cell import Cell, Unavailable, parse_cell
 from harness.record.render import unavailable_text
+from harness.record.visible import one_line
 from harness.store.gitrepo import Repo, branch_heads, read_blobs
 from harness.store.lock import GoalLock
 from harness.trust.secret import Secret
@@ -40,7 +41,7 @@ def status(
     if as_json:
         out.write(json.dumps(rows, indent=2, sort_keys=True) + "\n")
     else:
-        out.writelines(_line(row) + "\n" for row in rows)
+        out.writelines(one_line(_line(row)) + "\n" for row in rows)
     return _check_code(rows) if check else 0
 
 

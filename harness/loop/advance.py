@@ -56,9 +56,9 @@ def advance_goal(
     paths = GoalPaths(wt.path, goal_id)
     loaded = load(paths, ctx.secret.goal_key(goal_id), committed_view(paths), repair=True)
     cell = loaded.cell
-    if cell.status in TERMINAL:
-        return cell
     runner = GoalRunner(ctx, goal, verdict, wt, paths, loaded, lessons)
+    if cell.status in TERMINAL or not runner.bound():  # bound: before anything is used or run
+        return runner.cell
     records = (*control.approvals(goal_id), *extra)
     started = cell.goal_sha256 is not None
     owners_moved = started and cell.owners_sha256 != control.owners_sha256

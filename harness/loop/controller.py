@@ -9,6 +9,7 @@ the same thing when it is run again. How a step's end is recorded is in `finish`
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import hashlib
 import shutil
@@ -19,12 +20,13 @@ from pathlib import Path
 from typing import Any
 
 from harness import failpoints
-from harness.errors import Busy, HarnessError, Interrupted
+from harness.errors import Busy, HarnessError, Interrupted, TrustFailure
 from harness.loop.agents import Meter, Usage, read_report_file
+from harness.loop.binding import same_tree, unbound
 from harness.loop.clock import later
 from harness.loop.context import RunContext
 from harness.loop.finish import FINISH, MAX_LISTED_PATHS, Finisher, Ran, unavailable_detail
-from harness.loop.guards import ChildRecord, GitConfigGuard
+from harness.loop.guards import ChildRecord, GitConfigGuard, RecordGuard
 from harness.loop.lessons import Lesson, select
 from harness.loop.progress import Progress
 from harness.loop.prompt import build_prompt
@@ -88,6 +90,7 @@ class GoalRunner(Finisher):
         self.lessons = tuple(lessons)
         self.given: tuple[Lesson, ...] = ()
         self.steps_run = 0
+        self.ship_from: str | None = None  # the gate commit a ship decision named
         remote = ctx.remote
         if remote is not None:
             branch = worktree.branch()
@@ -152,7 +155,16 @@ class GoalRunner(Finisher):
             return False
         return cell.step == "build" and unavailable.waiting(self.ctx.clock.now())
 
+    def bound(self) -> bool:
+        """The branch head and worktree are what the harness committed; else stop at tamper."""
+        problem = unbound(self.wt, self.paths, self.key, self.cell, self.vouched)
+        if problem is not None:
+            self.gate("needs_attention", "tamper", problem)
+        return problem is None
+
     def step_once(self) -> None:
+        if not self.bound():
+            return
         cell = self.cell
         if cell.in_flight is not None:
             self.resume_cut_off()
@@ -326,6 +338,8 @@ class GoalRunner(Finisher):
         before = self.wt.work_tree_id() if step in READ_ONLY_STEPS else None
         failpoints.hit(f"in_{step}")
         guard = GitConfigGuard(self.wt.guarded_files())
+        record = RecordGuard(self.wt)
+        self.note_ignored(step)
         try:
             result, report, agent = self.execute(step, iteration, cid)
         except Interrupted as stop:
@@ -339,13 +353,24 @@ class GoalRunner(Finisher):
         if touched:
             # Before any git call: a changed config could make git run the agent's commands.
             guard.restore()
-            tamper = ran.data() | {"result": "tamper", "touched": touched}
-            self.emit("step.finished", step, iteration, tamper)
-            self.gate(
-                "needs_attention", "tamper", "changed git configuration: " + ", ".join(touched)
-            )
+            self.stop_tampered(ran, touched, "changed git configuration: ")
+            return
+        moved = record.changed()
+        if moved:  # before one more byte is written there: a link would carry it anywhere
+            record.restore()
+            self.stop_tampered(ran, moved, "a step changed the harness's own record: ")
             return
         FINISH[step](self, ran)
+
+    def stop_tampered(self, ran: Ran, touched: list[str], what: str) -> None:
+        # `tree`: the fold of a judge or review that did not pass reads it (a repair round).
+        tamper = ran.data() | {
+            "result": "tamper",
+            "touched": touched,
+            "tree": self.wt.work_tree_id(),
+        }
+        self.emit("step.finished", ran.step, ran.iteration, tamper)
+        self.gate("needs_attention", "tamper", what + ", ".join(touched))
 
     def spec(self, step: StepName) -> StepSpec | BuildSpec | JudgeSpec:
         spec = STEP_SPECS[step](self.goal)
@@ -381,12 +406,15 @@ class GoalRunner(Finisher):
             children.save(pid, cid)
             progress.start()  # only after the fork: no thread exists while the child is made
 
+        cwd = self.wt.path
         try:
-            with self.contained(step, spec.run, env, scratch) as box:
+            if step == "ship":  # exactly the signed commit, never the worktree an agent touched
+                cwd = self.ship_checkout(scratch / "checkout")
+            with self.contained(step, spec.run, env, scratch, work=cwd) as box:
                 meter = self.meter(box.records_env) if step == "build" else None
                 result = run_step(
                     box.argv,
-                    self.wt.path,
+                    cwd,
                     box.env,
                     prompt.encode(),
                     spec.timeout_s,
@@ -398,6 +426,8 @@ class GoalRunner(Finisher):
         finally:
             progress.stop()
             children.clear()
+            if cwd != self.wt.path:
+                self.wt.remove_checkout(cwd)
             shutil.rmtree(scratch, ignore_errors=True)
 
     # ---- containment (sandbox.md) ---------------------------------------------------------
@@ -407,19 +437,36 @@ class GoalRunner(Finisher):
         return resolve(self.ctx.control.config.sandbox, self.ctx.base_env)
 
     def contained(
-        self, step: str, argv: Sequence[str], env: dict[str, str], scratch: Path | None = None
+        self,
+        step: str,
+        argv: Sequence[str],
+        env: dict[str, str],
+        scratch: Path | None = None,
+        work: Path | None = None,
     ) -> contextlib.AbstractContextManager[Contained]:
         """Only a build writes the worktree; every other step works on a throw-away copy,
-        from which the judge's JUnit file is copied back."""
+        from which the judge's JUnit file is copied back. `work` is the folder the step runs
+        in when it is not the goal's worktree (the ship step's checkout of the signed commit)."""
         config = self.ctx.control.config
         place = Place.of(
             self.ctx.control.repo, self.goal.id, self.ctx.base_env, config.sandbox_binds
         )
+        if work is not None and work != place.worktree:
+            place = dataclasses.replace(place, worktree=work)
         junit = self.goal.judge.junit
         keep = (junit,) if step == "judge" and junit else ()
         return contain(
             self.sandbox, place, argv, env, writable=step == "build", scratch=scratch, keep=keep
         )
+
+    def ship_checkout(self, path: Path) -> Path:
+        """A fresh checkout of the commit the ship decision named (in this process) or of
+        the head, whose tree `bound()` has just compared with the cell's."""
+        commit = self.ship_from or self.wt.head()
+        if not same_tree(self.wt, commit, self.cell):
+            raise TrustFailure(f"goal {self.goal.id}: commit {commit} is not what the cell names")
+        self.wt.add_checkout(commit, path)
+        return path
 
     def meter(self, env: dict[str, str]) -> Meter:
         """Reads the build's stdout as it arrives; `since` dates the tool's own records."""
@@ -444,6 +491,7 @@ class GoalRunner(Finisher):
     def cross_gate(self, verdict: Verdict) -> None:
         """Record a signed decision's use; the fold moves the goal on."""
         statement = verdict.record.statement
+        self.ship_from = statement.commit if statement.decision == "ship" else None
         data: dict[str, Any] = {
             "decision": statement.decision,
             "gate": self.cell.gate,

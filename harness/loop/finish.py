@@ -7,7 +7,7 @@ tree alone. Each step's handler is in `FINISH`.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -75,6 +75,7 @@ class Finisher(Recorder):
         key = ctx.secret.goal_key(goal.id)
         super().__init__(goal.id, key, worktree, paths, loaded, ctx.clock, ctx.print_line)
         self.ctx, self.goal = ctx, goal
+        self.ignored_before: set[str] | None = None
 
     def changed_since(self, base: str) -> list[str]:
         return self.wt.changed_paths(base) if self.wt.is_ancestor(base) else []
@@ -87,6 +88,7 @@ class Finisher(Recorder):
         agent = ran.agent or parse_output(self.goal.build.format, ran.result.stdout_tail)
         usage = combine(ran.report, agent)
         changed = self.changed_since(ran.started)
+        unseen = self.new_ignored(ran)  # hidden from git, there for the judge (trust.md)
         data = (
             ran.data()
             | spend_data(self.cell, usage, self.ctx.control.config.prices)
@@ -98,9 +100,9 @@ class Finisher(Recorder):
             }
         )
         finished = (ran.step, ran.iteration, data)
-        if self.tampered(ran.started, changed, exclude_own=False, finished=finished):
+        if self.tampered(ran.started, changed + unseen, exclude_own=False, finished=finished):
             return
-        data |= self.destructive_data(ran.started)
+        data |= self.destructive_data(ran.started, unseen)
         if usage.unavailable is not None:
             self.finish_unavailable(ran, data, usage.unavailable)
             return
@@ -127,16 +129,31 @@ class Finisher(Recorder):
         else:
             self.checkpoint(f"{ran.step} {ran.iteration} unavailable (try {tries})")
 
-    def destructive_data(self, base: str) -> dict[str, Any]:
+    def note_ignored(self, step: StepName) -> None:
+        """Before a build: the ignored entries already there (see `new_ignored`)."""
+        from harness.trust.destructive.textlike import ignored_entries
+
+        self.ignored_before = ignored_entries(self.wt) if step == "build" else None
+
+    def new_ignored(self, ran: Ran) -> list[str]:
+        """Files (not folders) the build added that ignore rules keep out of the diff."""
+        from harness.trust.destructive.textlike import ignored_entries
+
+        before = self.ignored_before
+        if before is None:
+            return []
+        return sorted(p for p in ignored_entries(self.wt) - before if not p.endswith("/"))
+
+    def destructive_data(self, base: str, unseen: Sequence[str] = ()) -> dict[str, Any]:
         """What in this build's change falls in a destructive class (parks until unparked)."""
         from harness.trust.destructive.classify import classify_changes
         from harness.trust.destructive.diff import parse_diff
         from harness.trust.destructive.hits import classes_of
         from harness.trust.destructive.summary import summarize
+        from harness.trust.destructive.textlike import staged_diff, unseen_changes
 
-        hits = classify_changes(
-            parse_diff(self.wt.diff_text(base)), self.ctx.control.config.destructive
-        )
+        changes = parse_diff(staged_diff(self.wt, base)) + unseen_changes(self.wt, unseen)
+        hits = classify_changes(changes, self.ctx.control.config.destructive)
         if not hits:
             return {}
         return {

@@ -7,10 +7,12 @@ group lets the next run end a group whose harness was killed.
 
 from __future__ import annotations
 
+import stat
 from pathlib import Path
 
 from harness.loop.steps import end_marked_group
 from harness.store.fsutil import atomic_write
+from harness.store.gitrepo import Worktree, run_git
 
 PROTECTED_PREFIXES = ("goals/", ".harness/", "ledger/", "lessons/")
 
@@ -38,6 +40,45 @@ class GitConfigGuard:
                 path.unlink(missing_ok=True)
             else:
                 atomic_write(path, data)
+
+
+class RecordGuard:
+    """The worktree's `ledger/` as the harness left it before a step: every entry's kind,
+    size, inode and change time (which no process can set back). A step that changed any
+    of it (an edit, a new file, a link in place of a segment) is tampering; the folder is
+    put back from the step's start commit before the harness writes one more byte there."""
+
+    def __init__(self, worktree: Worktree) -> None:
+        self.worktree = worktree
+        self.before = _entries(worktree.path / "ledger")
+
+    def changed(self) -> list[str]:
+        after = _entries(self.worktree.path / "ledger")
+        names = set(self.before) | set(after)
+        return sorted(n for n in names if self.before.get(n) != after.get(n))
+
+    def restore(self) -> None:
+        run_git(["clean", "-q", "-f", "-d", "-x", "--", "ledger"], self.worktree.path)
+        run_git(["checkout", "-q", "HEAD", "--", "ledger"], self.worktree.path)
+
+
+def _entries(top: Path) -> dict[str, tuple[int, int, int, int]]:
+    found: dict[str, tuple[int, int, int, int]] = {}
+    if not top.is_symlink() and not top.is_dir():
+        return found
+    stack = [top]
+    while stack:
+        path = stack.pop()
+        info = path.lstat()
+        found[str(path.relative_to(top.parent))] = (
+            info.st_mode,
+            info.st_size,
+            info.st_ino,
+            info.st_ctime_ns,
+        )
+        if stat.S_ISDIR(info.st_mode):
+            stack.extend(path.iterdir())
+    return found
 
 
 def _read_or_none(path: Path) -> bytes | None:

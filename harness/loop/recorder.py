@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from harness import failpoints
@@ -55,6 +56,9 @@ class Recorder:
         self.wt, self.paths = worktree, paths
         self.ledger, self.report = loaded.ledger, loaded.report
         self.cell = loaded.cell
+        # Events after the cell (a crash before its write) may go with worktree changes
+        # the cell does not name yet; until the next checkpoint only the head is compared.
+        self.vouched = loaded.rolled_forward == 0
         self.publish: Callable[[], None] | None = None
 
     def emit(
@@ -68,6 +72,9 @@ class Recorder:
         self.print_line(text_line(record.event))
 
     def checkpoint(self, message: str) -> str:
+        # The cell names the tree this commit holds: what runs or ships next must equal it.
+        self.cell = replace(self.cell, tree=self.wt.work_tree_id())
+        self.vouched = True
         write_cell(self.paths.cell, self.cell, self.key)
         failpoints.hit("after_cell_write")
         atomic_write(self.paths.report, self.report.render(self.cell).encode())

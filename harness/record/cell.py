@@ -17,7 +17,7 @@ from typing import Any, NamedTuple
 from harness.errors import TrustFailure
 from harness.record.events import STATUSES
 from harness.record.ledger import START, Position
-from harness.store.fsutil import atomic_write, canonical_json, strict_json_loads
+from harness.store.fsutil import atomic_write, canonical_json, read_no_follow, strict_json_loads
 
 CELL_VERSION = 1
 MAX_CELL_BYTES = 64 * 1024
@@ -121,6 +121,9 @@ class Cell:
     sessions: tuple[SessionTotals, ...] = ()  # agent session → last reported totals
     lessons_given: tuple[str, ...] = ()  # lessons put into any build's prompt
     unavailable: Unavailable | None = None  # the model API failed on the last builds
+    # The work tree id (the tree without ledger/) the harness committed with this cell:
+    # evidence of the checkpoint, not a fold of the ledger (what ships must equal it).
+    tree: str | None = None
     position: Position = START
 
     def to_dict(self) -> dict[str, Any]:
@@ -251,6 +254,7 @@ _OPTIONAL: dict[str, Any] = {
     "sessions": [],
     "lessons_given": [],
     "unavailable": None,
+    "tree": None,
 }
 
 
@@ -281,8 +285,7 @@ def _cell_from(raw: dict[str, Any], source: str) -> Cell:
 
 def read_cell(path: Path, source: str, goal_id: str, key: bytes) -> Cell | None:
     """The cell at `path`, or None when there is none."""
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
+    data = read_no_follow(path)
+    if data is None:
         return None
     return parse_cell(data, source, goal_id, key)

@@ -11,7 +11,7 @@ leaves every byte as it was.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from harness.errors import TrustFailure
@@ -19,6 +19,7 @@ from harness.record.cell import Cell, parse_cell
 from harness.record.fold import apply
 from harness.record.ledger import START, Ledger, Position, Record, TornTail
 from harness.record.render import MarkdownReport
+from harness.store.fsutil import refuse_link
 from harness.store.gitrepo import run_git
 
 
@@ -48,6 +49,14 @@ class GoalPaths:
     @property
     def report(self) -> Path:
         return self.folder / "report.md"
+
+    def refuse_links(self) -> None:
+        """`ledger/`, the goal's folder, its events folder and its files are not links."""
+        for path in (self.root / "ledger", self.folder, self.events, self.cell, self.report):
+            refuse_link(path)
+        if self.events.is_dir():
+            for segment in self.events.iterdir():
+                refuse_link(segment)
 
 
 @dataclass(frozen=True)
@@ -189,6 +198,7 @@ def load(
     on_record: Callable[[Record], None] | None = None,
 ) -> Loaded:
     source = f"{paths.rel}/state.json"
+    paths.refuse_links()
     working = _read_cell(paths, source, key)
     ledger = Ledger(paths.events, paths.goal_id, key)
     earlier = _earlier_position(paths, key, committed, source)
@@ -217,7 +227,9 @@ def load(
         ledger.cut_torn_tail()
     behind = ledger.head.seq - (working.position.seq if working else 0)
     # Sequences run from 1 without a gap (each line was checked), so the head is the count.
-    return Loaded(scan.fold, ledger, rendered, torn, behind, ledger.head.seq)
+    # The tree is the checkpoint's evidence, not a fold of the ledger: carry it over.
+    cell = replace(scan.fold, tree=working.tree) if working is not None else scan.fold
+    return Loaded(cell, ledger, rendered, torn, behind, ledger.head.seq)
 
 
 def _earlier_position(
@@ -275,5 +287,8 @@ def _check_working_cell(
             f"the cell names event {at.seq} but events up to {scan.committed_head.seq} are committed: "
             "an older cell was put back (rollback)",
         )
-    if working is not None and scan.at_cell != working:
+    folded = scan.at_cell
+    if folded is not None and working is not None:
+        folded = replace(folded, tree=working.tree)  # the tree is not folded (cell.md)
+    if working is not None and folded != working:
         raise _refuse(paths, f"the cell does not match the ledger folded up to event {at.seq}")

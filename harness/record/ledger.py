@@ -9,6 +9,7 @@ included); the first names GENESIS.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import hmac
 import json
@@ -73,6 +74,18 @@ class Record:
     segment: str
     line: int
     end: int  # byte offset just past this line in its segment
+
+
+def _open_segment(path: Path) -> int:
+    """A segment opened without following a link: a planted link is a broken ledger."""
+    try:
+        return os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise LedgerBroken(
+                path, 0, "is a link; the harness's own files are never links"
+            ) from None
+        raise
 
 
 class LedgerBroken(TrustFailure):
@@ -176,7 +189,7 @@ class Ledger:
             last_segment = number == len(paths)
             size = whole = 0
             name = path.name
-            with path.open("rb", buffering=_READ_BUFFER) as handle:
+            with open(_open_segment(path), "rb", buffering=_READ_BUFFER) as handle:
                 for line_no, line in enumerate(handle, start=1):
                     if not line.endswith(b"\n"):
                         if last_segment:

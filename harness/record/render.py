@@ -3,6 +3,7 @@ is appended; `harness replay` prints the same from the ledger alone."""
 
 from __future__ import annotations
 
+import json
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, cast
@@ -11,17 +12,14 @@ from harness.record.cell import Cell, Unavailable
 from harness.record.events import EventType
 from harness.record.fold import apply
 from harness.record.ledger import Event, Position, Record
-from harness.store.fsutil import canonical_json
+from harness.record.visible import one_line
 
 REPORT_TAIL_EVENTS = 200
-_CONTROL = {i: f"\\x{i:02x}" for i in range(32)} | {10: "\\n", 9: "\\t", 13: "\\r", 127: "\\x7f"}
 
 
 def _clean(text: object) -> str:
-    """One line, no control characters: agent output can never forge a second line."""
-    shown = str(text)
-    # Every character _CONTROL maps is non-printable, so printable text needs no translate.
-    return shown if shown.isprintable() else shown.translate(_CONTROL)
+    """One line, nothing a terminal acts on: agent output can never forge a second line."""
+    return one_line(text)
 
 
 def _money(value: float) -> str:
@@ -213,9 +211,15 @@ def _md_cell(value: str) -> str:
     return _clean(value).replace("|", "\\|")
 
 
+def _json(value: Any) -> bytes:
+    """Canonical JSON with every non-ASCII character escaped: the same values, and nothing
+    a terminal acts on (C1 controls, bidi, U+2028 are raw UTF-8 in canonical JSON)."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), allow_nan=False).encode()
+
+
 def json_event(record: Record) -> bytes:
     event = record.event
-    return canonical_json(
+    return _json(
         {
             "seq": event.seq,
             "ts": event.ts,
@@ -248,4 +252,4 @@ def replay_chunks(records: Iterable[Record], goal_id: str, fmt: str) -> Iterator
         yield report.render(cell).encode()
         return
     tail = {"goal": goal_id, "state": cell.to_dict()}
-    yield b"]," + canonical_json(tail)[1:] + b"\n"
+    yield b"]," + _json(tail)[1:] + b"\n"

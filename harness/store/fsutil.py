@@ -5,10 +5,11 @@ from __future__ import annotations
 import errno
 import json
 import os
+import stat
 from pathlib import Path
 from typing import Any
 
-from harness.errors import StorageFailure
+from harness.errors import StorageFailure, TrustFailure
 
 
 def canonical_json(value: Any) -> bytes:
@@ -36,6 +37,34 @@ def strict_json_loads(data: bytes | str) -> Any:
     return json.loads(data, object_pairs_hook=_reject_duplicates, parse_constant=_reject_constant)
 
 
+def _link(path: Path) -> TrustFailure:
+    return TrustFailure(f"{path}: is a link; the harness's own files are never links")
+
+
+def refuse_link(path: Path) -> None:
+    """The harness's own files and folders are never links: a link there was planted."""
+    if path.is_symlink():
+        raise _link(path)
+    if path.exists() and not path.is_dir() and not path.is_file():
+        raise TrustFailure(f"{path}: is not a regular file or folder")
+
+
+def read_no_follow(path: Path) -> bytes | None:
+    """A regular file's bytes, opened without following a link (None when missing)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise _link(path) from None
+        raise
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            raise TrustFailure(f"{path}: is not a regular file")
+        return handle.read()
+
+
 def fsync_dir(folder: Path) -> None:
     fd = os.open(folder, os.O_RDONLY)
     try:
@@ -54,6 +83,8 @@ def atomic_write(path: Path, data: bytes, mode: int = 0o644) -> None:
     try:
         _atomic_write(path, data, mode)
     except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise _link(path) from None
         raise _storage_failure(path, exc) from None
 
 
@@ -83,7 +114,8 @@ def append_line(path: Path, line: bytes) -> None:
     the previous events stay valid.
     """
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        # Never through a link: a planted one would carry event lines anywhere (issue 13).
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
         try:
             if os.write(fd, line) != len(line):
                 raise OSError(errno.ENOSPC, "short write")
@@ -91,4 +123,6 @@ def append_line(path: Path, line: bytes) -> None:
         finally:
             os.close(fd)
     except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise _link(path) from None
         raise _storage_failure(path, exc) from None

@@ -266,13 +266,30 @@ class Worktree:
         no-progress detection and read-only checks compare.
         """
         self.stage_all()
-        tree = self.git("write-tree")
+        return self.tree_without(self.git("write-tree"), exclude_top)
+
+    def tree_without(self, tree: str, exclude_top: str = "ledger") -> str:
+        """The tree id of `tree` (any tree-ish) without its top-level `exclude_top` entry."""
         listing = run_git(["ls-tree", "-z", tree], self.path).stdout
         kept = [
             e for e in listing.split(b"\0") if e and not e.endswith(b"\t" + exclude_top.encode())
         ]
         made = run_git(["mktree", "-z"], self.path, input=b"".join(e + b"\0" for e in kept))
         return made.stdout.decode().strip()
+
+    def tree_changes(self, old: str, new: str) -> list[str]:
+        """The paths that differ between two trees (no renames, attributes not consulted)."""
+        args = ["diff-tree", "-r", "-z", "--name-only", "--no-renames", "--no-textconv"]
+        out = run_git([*args, "--no-ext-diff", old, new], self.path).stdout
+        return [p for p in out.decode("utf-8", "replace").split("\0") if p]
+
+    def add_checkout(self, commit: str, path: Path) -> None:
+        """A fresh detached checkout of exactly `commit`, from the object store, at `path`."""
+        run_git(["worktree", "add", "-q", "--detach", str(path), commit], self.path)
+
+    def remove_checkout(self, path: Path) -> None:
+        run_git(["worktree", "remove", "--force", str(path)], self.path, check=False)
+        run_git(["worktree", "prune"], self.path, check=False)
 
     def commit(self, message: str) -> str:
         """Stage everything and commit as the harness; returns the new commit id."""
@@ -322,20 +339,34 @@ class Worktree:
         xdg = Path(os.environ.get("XDG_CONFIG_HOME") or home / ".config") / "git"
         files = [common / "config", common / "info" / "attributes", admin / "config.worktree"]
         files += [admin / "commondir", admin / "gitdir", self.path / ".git"]
+        # Excludes and attributes outside the tree: a file they hide is never staged, so
+        # never checked, yet there when the judge runs (issue 13).
+        files += [common / "info" / "exclude", xdg / "ignore", *self._configured_files()]
         return [*files, home / ".gitconfig", xdg / "config", xdg / "attributes"]
 
-    def diff_text(self, base: str) -> str:
+    def _configured_files(self) -> list[Path]:
+        found = []
+        for key in ("core.excludesFile", "core.attributesFile"):
+            got = run_git(["config", "--path", "--get", key], self.path, check=False)
+            if got.returncode == 0 and got.stdout.strip():
+                found.append(Path(got.stdout.decode("utf-8", "replace").strip()))
+        return found
+
+    def diff_text(self, base: str, as_text: Sequence[str] = ()) -> str:
         """The staged change since `base`, stable whatever the user's diff config says,
-        without the harness-owned paths (their changes are tampering, checked elsewhere)."""
+        without the harness-owned paths (their changes are tampering, checked elsewhere).
+
+        `as_text`: paths git would call binary (a `-diff` attribute, a NUL byte) that are
+        shown line by line all the same (`--text`), whatever the attributes say."""
         args = ["diff", "--cached", "-U0", "--no-renames", "--no-color", "--no-ext-diff"]
-        args += ["--no-textconv", "--src-prefix=a/", "--dst-prefix=b/", base, "--", "."]
-        args += [
-            ":(exclude)ledger",
-            ":(exclude).harness",
-            ":(exclude)goals",
-            ":(exclude)*.approval",
-        ]
-        return run_git(args, self.path).stdout.decode("utf-8", "replace")
+        args += ["--no-textconv", "--src-prefix=a/", "--dst-prefix=b/", base, "--"]
+        own = [":(exclude)ledger", ":(exclude).harness", ":(exclude)goals", ":(exclude)*.approval"]
+        forced = [f":(literal){p}" for p in as_text]
+        rest = [f":(exclude,literal){p}" for p in as_text]
+        out = run_git([*args, ".", *own, *rest], self.path).stdout
+        if forced:
+            out += run_git([*args[:1], "--text", *args[1:], *forced], self.path).stdout
+        return out.decode("utf-8", "replace")
 
     def restore_paths(self, base: str, paths: Iterable[str]) -> None:
         """Put `paths` back as they were at `base` (deleting those that did not exist)."""

@@ -74,6 +74,19 @@ def _step(workflow: dict[str, Any], name: str) -> dict[str, Any]:
     return next(s for s in steps if s.get("name") == name)
 
 
+def _step_env(
+    step: dict[str, Any], base: dict[str, str], runner_temp: Path, secret: str = SECRET
+) -> dict[str, str]:
+    """The step's environment as GitHub gives it: the job's, its `env:` with expressions
+    evaluated, and RUNNER_TEMP; the secret reaches only the steps that name it."""
+    env = {k: v for k, v in base.items() if k not in ("HARNESS_SECRET", "HARNESS_SECRET_FILE")}
+    env["RUNNER_TEMP"] = str(runner_temp)
+    for name, value in step.get("env", {}).items():
+        value = value.replace("${{ secrets.HARNESS_SECRET }}", secret)
+        env[name] = value.replace("${{ runner.temp }}", str(runner_temp))
+    return env
+
+
 def _bash(script: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     # How GitHub runs `shell: bash` steps.
     return subprocess.run(
@@ -122,14 +135,20 @@ def test_workflow_has_the_promised_shape(repo: Path) -> None:
     assert "sudo sysctl -q -w kernel.apparmor_restrict_unprivileged_userns=0" in bubblewrap
     fetch = _step(wf, "Fetch goal branches")["run"]
     assert '"+refs/heads/harness/*:refs/remotes/origin/harness/*"' in fetch
+    write = _step(wf, "Write the secret to a file")
+    assert write["env"] == {"HARNESS_SECRET": "${{ secrets.HARNESS_SECRET }}"}
     run = _step(wf, "Run goals")
-    assert run["env"] == {"HARNESS_SECRET": "${{ secrets.HARNESS_SECRET }}"}
+    assert run["env"] == {"HARNESS_SECRET_FILE": "${{ runner.temp }}/goal-harness-secret"}
     assert "harness run --push origin" in run["run"]
     summary = _step(wf, "Summary")
     assert summary["if"] == "always()"
     assert summary["env"] == run["env"]
     assert "$GITHUB_STEP_SUMMARY" in summary["run"]
     assert "pin" in (repo / WORKFLOW_PATH).read_text().lower()
+    removal = _step(wf, "Remove the secret file")
+    assert removal["if"] == "always()" and "goal-harness-secret" in removal["run"]
+    secret_steps = [st["name"] for st in job["steps"] if "secrets." in str(st)]
+    assert secret_steps == ["Write the secret to a file"]
 
 
 @pytest.mark.parametrize(
@@ -193,12 +212,80 @@ def test_workflow_steps_run_a_goal_and_push_it(managed: ManagedFactory, tmp_path
     git(tmp_path, "clone", "-q", str(remote), str(clone))
     summary = tmp_path / "summary.md"
     env = {**repo.env, "PATH": f"{BIN}:{os.environ['PATH']}", "GITHUB_STEP_SUMMARY": str(summary)}
-    for name in ("Fetch goal branches", "Run goals", "Summary"):
-        proc = _bash(_step(wf, name)["run"], clone, env)
+    temp = tmp_path / "runner-temp"
+    temp.mkdir()
+    names = ("Fetch goal branches", "Write the secret to a file", "Run goals", "Summary")
+    for name in (*names, "Remove the secret file"):
+        step = _step(wf, name)
+        proc = _bash(step["run"], clone, _step_env(step, env, temp))
         assert proc.returncode == 0, (name, proc.stdout, proc.stderr)
+    assert list(temp.iterdir()) == []
     pushed = git(remote, "rev-parse", "refs/heads/harness/g1")
     assert pushed == git(clone, "rev-parse", "refs/heads/harness/g1")
     assert "g1 completed step=- iteration=1" in summary.read_text()
+
+
+# A build that looks for the secret in every process environment it can read.
+SCANNING_AGENT = """
+import os, pathlib
+counters = pathlib.Path(os.environ["TEST_COUNTER_DIR"])
+secret = (counters / "secret-value").read_bytes().strip()
+hits = []
+for proc in pathlib.Path("/proc").iterdir():
+    try:
+        if proc.name.isdigit() and secret in (proc / "environ").read_bytes():
+            hits.append((proc / "comm").read_text().strip())
+    except OSError:
+        pass
+(counters / "environ-hits.txt").write_text("\\n".join(sorted(hits)))
+pathlib.Path("value.txt").write_text("right\\n")
+"""
+
+
+@pytest.mark.parametrize("generated", [True, False])
+def test_generated_workflow_keeps_the_secret_out_of_every_environment(
+    managed: ManagedFactory, tmp_path: Path, generated: bool
+) -> None:
+    """During the Run goals step the agent reads /proc/*/environ: the secret is in none
+    (as root too: the harness gets only the file's path). The control run hands the secret
+    to the step's bash as the workflow did before, and the same scan finds it there."""
+    import secrets as random
+
+    goal = {
+        "version": 1,
+        "id": "g1",
+        "owner": "owner@example.com",
+        "objective": "Make value.txt say right.\n",
+        "build": {"run": [sys.executable, "scan.py"], "timeout": "60s"},
+        "judge": {"run": [sys.executable, "judge.py"], "timeout": "60s"},
+        "budget": {"max_iterations": 3},
+    }
+    repo: ManagedRepo = managed(goal=goal, files={"scan.py": SCANNING_AGENT})
+    secret = random.token_hex(32)  # unique: other test runs on this machine hold SECRET
+    (repo.counters / "secret-value").write_text(secret)
+    ci_github(repo.root, io.StringIO(), force=False)
+    wf = _workflow(repo.root)
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "clone", "-q", "--bare", str(repo.root), str(remote))
+    clone = tmp_path / "runner"
+    git(tmp_path, "clone", "-q", str(remote), str(clone))
+    temp = tmp_path / "runner-temp"
+    temp.mkdir()
+    env = {**repo.env, "PATH": f"{BIN}:{os.environ['PATH']}"}
+    names = ("Write the secret to a file", "Run goals", "Remove the secret file")
+    for name in names:
+        step = _step(wf, name)
+        step_env = _step_env(step, env, temp, secret)
+        if not generated and name == "Run goals":
+            step_env = _step_env({"env": {"HARNESS_SECRET": secret}}, env, temp, secret)
+        proc = _bash(step["run"], clone, step_env)
+        assert proc.returncode == 0, (name, proc.stdout, proc.stderr)
+    hits = (repo.counters / "environ-hits.txt").read_text().split()
+    assert repo.count("judge") == ["1"]
+    if generated:
+        assert hits == []
+    else:
+        assert "bash" in hits  # the step's shell, alive as the harness's parent
 
 
 def test_summary_step_writes_status_and_reports(managed: ManagedFactory, tmp_path: Path) -> None:

@@ -246,3 +246,17 @@ def test_the_fast_path_accepts_only_what_the_strict_path_accepts_and_reads_it_al
         assert fast is None
         return
     assert fast is None or fast == strict
+
+
+def test_a_segment_that_is_a_link_is_a_broken_ledger(tmp_path: Path) -> None:
+    """Read without following links (issue 13): a planted link is refused, not read."""
+    folder = tmp_path / "events"
+    ledger = Ledger(folder, "g1", b"k" * 32)
+    list(ledger.records())
+    ledger.append("goal.resumed", None, 0, {"runner": "r"}, "2030-01-01T00:00:00.000Z")
+    segment = folder / "000001.jsonl"
+    outside = tmp_path / "outside.jsonl"
+    segment.rename(outside)
+    segment.symlink_to(outside)
+    with pytest.raises(LedgerBroken, match=r"000001\.jsonl: line 0: is a link"):
+        list(Ledger(folder, "g1", b"k" * 32).records())

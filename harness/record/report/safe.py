@@ -9,20 +9,10 @@ from __future__ import annotations
 import html
 import json
 import math
-import re
+
+from harness.record.visible import block
 
 TEXT_CHARS = 400
-
-# C0/C1 controls (but tab and newline), bidi overrides that could make text read backwards,
-# and lone surrogates (valid in JSON, unencodable in UTF-8).
-_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
-
-
-def _visible(match: re.Match[str]) -> str:
-    code = ord(match.group())
-    if 0xD800 <= code <= 0xDFFF:
-        return "\ufffd"
-    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
 
 
 def as_text(value: object) -> str:
@@ -36,7 +26,7 @@ def as_text(value: object) -> str:
 
 def esc(value: object) -> str:
     """Text safe in HTML content and in double- or single-quoted attributes."""
-    return html.escape(_UNSAFE.sub(_visible, as_text(value)), quote=True)
+    return html.escape(block(as_text(value)), quote=True)
 
 
 def cut(text: str, limit: int = TEXT_CHARS) -> str:

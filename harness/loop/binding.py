@@ -1,0 +1,60 @@
+"""What runs and ships is what the harness committed: the goal branch and the worktree
+against the tree the MAC'd cell names (`trust.md`, "Bound to the harness's commit").
+
+Every checkpoint writes into the cell the work tree id (the tree without `ledger/`) of the
+commit it makes. Before a decision is used and before every step, the goal branch head must
+hold the tree its committed cell names (a commit pushed or left on the branch by anyone
+else changes it), and the worktree the tree the working cell names (an edit by any process
+after the harness committed). Anything else stops the goal at `tamper` naming what differs.
+"""
+
+from __future__ import annotations
+
+from harness.record.cell import Cell, parse_cell
+from harness.record.hydrate import GoalPaths
+from harness.store.gitrepo import Worktree, run_git
+
+MAX_NAMED = 20
+
+
+def unbound(wt: Worktree, paths: GoalPaths, key: bytes, cell: Cell, vouched: bool) -> str | None:
+    """Why the branch head or the worktree is not what the harness committed, or None.
+
+    `vouched`: the working cell was written at the ledger's head (no roll-forward), so its
+    tree names the worktree too. A cell written before the field existed names no tree."""
+    committed = _committed_tree(wt, paths, key)
+    head_tree = wt.tree_without("HEAD")
+    if committed is not None and head_tree != committed:
+        head = wt.head()
+        return (
+            f"the goal branch head {head[:12]} holds changes the harness did not commit: "
+            + _named(wt.tree_changes(committed, head_tree))
+        )
+    # A step cut off mid-way left its work in the worktree: `step.cutoff` records it as work
+    # in progress, and a build run again has it checked as its own change.
+    if vouched and cell.in_flight is None and cell.tree is not None:
+        now = wt.work_tree_id()
+        if now != cell.tree:
+            return "the worktree differs from what the harness last committed: " + _named(
+                wt.tree_changes(cell.tree, now)
+            )
+    return None
+
+
+def same_tree(wt: Worktree, commit: str, cell: Cell) -> bool:
+    """`commit` holds the tree the cell names (a cell without one vouches for nothing)."""
+    return cell.tree is None or wt.tree_without(commit) == cell.tree
+
+
+def _committed_tree(wt: Worktree, paths: GoalPaths, key: bytes) -> str | None:
+    source = f"{paths.rel}/state.json"
+    blob = run_git(["cat-file", "blob", f"HEAD:{source}"], wt.path, check=False)
+    if blob.returncode != 0:
+        return None
+    return parse_cell(blob.stdout, f"HEAD:{source}", paths.goal_id, key).tree
+
+
+def _named(changed: list[str]) -> str:
+    shown = ", ".join(changed[:MAX_NAMED]) or "(the trees differ)"
+    more = len(changed) - MAX_NAMED
+    return shown + (f" and {more} more" if more > 0 else "")

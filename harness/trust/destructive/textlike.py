@@ -1,0 +1,139 @@
+"""Files git calls binary that are text all the same (issue 13).
+
+A `.gitattributes` line (`*.py -diff`) or one NUL byte makes git show a file as
+`Binary files differ`, with no lines for the classifier to read, while `sh` or Python still
+runs it. A changed file whose name says source, or whose content says text (a `#!` line,
+mostly printable bytes), is therefore diffed with `--text` whatever git thinks of it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import PurePosixPath
+
+from harness.store.gitrepo import Worktree, run_git
+from harness.trust.destructive.diff import FileChange
+
+TEXT_SUFFIXES = frozenset(
+    [
+        ".py",
+        ".pyi",
+        ".sh",
+        ".bash",
+        ".zsh",
+        ".ksh",
+        ".fish",
+        ".sql",
+        ".ddl",
+        ".js",
+        ".mjs",
+        ".cjs",
+        ".ts",
+        ".tsx",
+        ".jsx",
+        ".rb",
+        ".pl",
+        ".pm",
+        ".php",
+        ".go",
+        ".rs",
+        ".java",
+        ".kt",
+        ".scala",
+        ".c",
+        ".h",
+        ".cc",
+        ".cpp",
+        ".hpp",
+        ".cs",
+        ".swift",
+        ".lua",
+        ".r",
+        ".ex",
+        ".exs",
+        ".erl",
+        ".hs",
+        ".ml",
+        ".tf",
+        ".hcl",
+        ".yaml",
+        ".yml",
+        ".json",
+        ".toml",
+        ".ini",
+        ".cfg",
+        ".conf",
+        ".env",
+        ".xml",
+        ".html",
+        ".md",
+        ".txt",
+        ".ps1",
+        ".bat",
+        ".cmd",
+        ".mk",
+        ".cmake",
+        ".gradle",
+        ".dockerfile",
+        ".service",
+        ".timer",
+    ]
+)
+TEXT_NAMES = frozenset({"makefile", "dockerfile", "jenkinsfile", "procfile", "rakefile", "gemfile"})
+PRINTABLE_SHARE = 0.9
+
+
+def looks_like_text(path: str, head: bytes) -> bool:
+    name = PurePosixPath(path)
+    if name.suffix.lower() in TEXT_SUFFIXES or name.name.lower() in TEXT_NAMES:
+        return True
+    if head.startswith(b"#!"):
+        return True
+    chars = head.decode("utf-8", "replace")  # a cut last character costs one of 8192
+    printable = sum(1 for c in chars if c in "\t\n\r" or (c != "\ufffd" and c.isprintable()))
+    return bool(chars) and printable / len(chars) >= PRINTABLE_SHARE
+
+
+def staged_diff(wt: Worktree, base: str) -> str:
+    """The build's staged diff, with every text-like file git calls binary shown as text."""
+    forced = [p for p in binary_paths(wt, base) if looks_like_text(p, staged_head(wt, p))]
+    return wt.diff_text(base, forced)
+
+
+def binary_paths(wt: Worktree, base: str) -> list[str]:
+    """Staged paths changed since `base` that git's diff would call binary."""
+    args = ["diff", "--cached", "--numstat", "-z", "--no-renames", "--no-ext-diff", base]
+    out = run_git([*args, "--no-textconv"], wt.path).stdout.decode("utf-8", "replace")
+    return [row[4:] for row in out.split("\0") if row.startswith("-\t-\t")]
+
+
+def staged_head(wt: Worktree, path: str, size: int = 8192) -> bytes:
+    """The first `size` bytes of `path` as staged (empty when it is not)."""
+    blob = run_git(["cat-file", "blob", f":{path}"], wt.path, check=False)
+    return blob.stdout[:size] if blob.returncode == 0 else b""
+
+
+MAX_UNSEEN_BYTES = 1 << 20
+
+
+def ignored_entries(wt: Worktree) -> set[str]:
+    """Untracked files and folders git's ignore rules hide (a folder as one `name/` entry):
+    never staged, so never in the diff, yet there when the judge runs."""
+    args = ["ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--directory"]
+    out = run_git(args, wt.path).stdout.decode("utf-8", "replace")
+    return {p for p in out.split("\0") if p}
+
+
+def unseen_changes(wt: Worktree, paths: Sequence[str]) -> list[FileChange]:
+    """New ignored files as added files, for the classifier (text by name or content)."""
+    changes = []
+    for path in paths:
+        file = wt.path / path
+        if path.endswith("/") or file.is_symlink() or not file.is_file():
+            continue
+        with file.open("rb") as handle:
+            data = handle.read(MAX_UNSEEN_BYTES)
+        binary = not looks_like_text(path, data[:8192])
+        lines = () if binary else tuple(enumerate(data.decode("utf-8", "replace").splitlines(), 1))
+        changes.append(FileChange(path, "A", lines, (), binary))
+    return changes
