@@ -247,11 +247,15 @@ def resting(repo: Repo, control: Control, secret: Secret, goal_id: str) -> Cell 
     """
     path = repo.worktree_path(goal_id) / "ledger" / goal_id / "state.json"
     try:
-        cell = parse_cell(path.read_bytes(), str(path), goal_id, secret.goal_key(goal_id))
+        data = path.read_bytes()
+        cell = parse_cell(data, str(path), goal_id, secret.goal_key(goal_id))
     except (OSError, TrustFailure):
         return None
     if not _ends_whole(path.parent / "events"):
         return None  # a torn tail: the full path cuts it back
+    committed = f"refs/heads/{control.branch(goal_id)}:ledger/{goal_id}/state.json"
+    if control.objects.blob(committed) != data:
+        return None  # written but not committed (killed before the checkpoint's commit)
     if cell.status in TERMINAL:
         return cell
     if cell.status not in WAITING:
