@@ -1,9 +1,11 @@
 """Many runners, one remote: the remote's atomic fast-forward is the lease.
 
 Before a goal is loaded its branch is brought to the remote's state. Every checkpoint is
-pushed fast-forward-only; a rejected push means another runner moved the branch first, so
-this runner drops its local commits (resets to the remote) and leaves the goal. No server
-of our own is involved.
+pushed fast-forward-only. A push that fails is told apart by fetching again: only a remote
+branch that moved past ours means another runner won, so this runner drops its local commits
+(resets to the remote) and leaves the goal. A remote that refused for another reason (a
+hook, a quota) or could not be reached keeps the local result: the goal stops with the
+remote's message and the next run pushes it. No server of our own is involved.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from harness.errors import Busy, InvalidInput
+from harness.errors import Busy, HarnessError, InvalidInput
 from harness.store.gitrepo import Repo, Worktree, run_git
 
 if TYPE_CHECKING:
@@ -24,6 +26,13 @@ LEASE_GRACE_S = 300
 
 class LeaseLost(Busy):
     """Another runner advanced the goal branch first."""
+
+
+class PushRefused(HarnessError):
+    """The remote did not take the push and did not move: nothing local is dropped (exit 4,
+    as busy: the goal is not advanced now and the next run tries again)."""
+
+    exit_code = 4
 
 
 def runner_id(repo: Repo) -> str:
@@ -82,17 +91,33 @@ class Remote:
         if local is None:
             run_git(["branch", "-q", branch, remote], self.repo.root)
             return
-        if self.repo.is_ancestor(remote, local) and self.push(branch).ok:
+        if not self.repo.is_ancestor(remote, local):
+            self._reset(branch, worktree, remote)  # behind, or another runner won: theirs
             return
-        self._reset(branch, worktree, remote)
+        moved = self._push_or_refused(branch, local)
+        if moved is not None:
+            self._reset(branch, worktree, moved)
 
     def publish(self, branch: str, worktree: Worktree) -> None:
-        if self.push(branch).ok:
-            return
+        moved = self._push_or_refused(branch, worktree.head())
+        if moved is not None:
+            self._reset(branch, worktree.path, moved)
+            raise LeaseLost(f"{branch}: another runner advanced the goal first; leaving it to them")
+
+    def _push_or_refused(self, branch: str, local: str | None) -> str | None:
+        """Push; None when it went. When it did not: the remote's commit if the branch moved
+        there past `local` (a lost race), else PushRefused with the remote's own answer."""
+        result = self.push(branch)
+        if result.ok:
+            return None
         remote = self.fetch_branch(branch)
-        if remote is not None:
-            self._reset(branch, worktree.path, remote)
-        raise LeaseLost(f"{branch}: another runner advanced the goal first; leaving it to them")
+        if remote is not None and local is not None and not self.repo.is_ancestor(remote, local):
+            return remote
+        raise PushRefused(
+            f"{branch}: the push to {self.name!r} failed and the remote did not move: "
+            f"{result.reason or 'no reason given'}; the results stay on the local branch and "
+            "the next `harness run --push` pushes them"
+        )
 
     def _reset(self, branch: str, worktree: Path, commit: str) -> None:
         if (worktree / ".git").exists():
