@@ -64,7 +64,7 @@ class Ran:
             "timed_out": result.timed_out,
             "duration_s": round(result.duration_s, 3),
             "output_tail": fit_text(result.output_tail),
-        }
+        } | ({"signal": result.signal} if result.signal else {})
 
 
 class Finisher(Recorder):

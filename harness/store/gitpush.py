@@ -14,7 +14,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.store.gitrepo import GitError, environ_without_secrets, run_git, start_git
+from harness.store.gitrepo import (
+    GitError,
+    environ_without_secrets,
+    git_timeout_s,
+    run_git,
+    start_git,
+)
 
 # Importing GitPython runs `git version` with os.environ as it is, secret included.
 with environ_without_secrets():
@@ -61,8 +67,12 @@ def push_branch(root: Path, remote: str, branch: str) -> PushResult:
     refspec = f"refs/heads/{branch}:refs/heads/{branch}"
     progress = git.RemoteProgress()
     try:
-        infos = git.Remote(_Repo(root), remote).push(refspec, progress=progress)
+        infos = git.Remote(_Repo(root), remote).push(
+            refspec, progress=progress, kill_after_timeout=git_timeout_s()
+        )
     except git.GitCommandError as exc:  # git failed before answering for the ref
+        if "kill_after_timeout" in str(exc.stderr):  # GitPython ended it: a hung hook or remote
+            return PushResult(False, False, f"git push did not finish in {git_timeout_s():g}s")
         return PushResult(False, False, _last_line(exc.stderr))
     rejected = any(info.flags & git.PushInfo.REJECTED for info in infos)
     summary = next((info.summary.strip() for info in infos), "")

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harness.errors import Busy, HarnessError, InvalidInput
-from harness.store.gitrepo import Repo, Worktree, run_git
+from harness.store.gitrepo import GitError, Repo, Worktree, run_git
 
 if TYPE_CHECKING:
     from harness.store.gitpush import PushResult
@@ -26,6 +26,12 @@ LEASE_GRACE_S = 300
 
 class LeaseLost(Busy):
     """Another runner advanced the goal branch first."""
+
+
+class RemoteUnreachable(HarnessError):
+    """The remote could not be read: no goal is advanced (exit 4, try again later)."""
+
+    exit_code = 4
 
 
 class PushRefused(HarnessError):
@@ -59,7 +65,13 @@ class Remote:
 
     def fetch(self, prefix: str) -> None:
         spec = f"+refs/heads/{prefix}*:refs/remotes/{self.name}/{prefix}*"
-        run_git(["fetch", "-q", "--prune", self.name, spec], self.repo.root)
+        try:
+            run_git(["fetch", "-q", "--prune", self.name, spec], self.repo.root)
+        except GitError as exc:
+            raise RemoteUnreachable(
+                f"--push {self.name}: cannot fetch the goal branches from the remote: {exc}; "
+                "nothing was run"
+            ) from None
 
     def fetch_branch(self, branch: str) -> str | None:
         spec = f"+refs/heads/{branch}:{self.tracking(branch)}"

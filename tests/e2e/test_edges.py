@@ -1,0 +1,67 @@
+"""The edges of a run say what happened in one line: a killed agent, a remote that is not
+there or hangs, a read-only disk (issue 14, done-when 6)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from pathlib import Path
+
+from tests.e2e.test_remote import clone
+from tests.managed import ManagedFactory, base_goal, git
+
+
+def test_an_agent_killed_by_a_signal_is_named(managed: ManagedFactory) -> None:
+    goal = base_goal() | {"build": {"run": ["sh", "-c", "kill -KILL $$"], "timeout": "60s"}}
+    repo = managed(goal=goal)
+    out = repo.harness("run", "--max-steps", "1", check=0).stdout
+    finished = [line for line in out.splitlines() if " build[1] " in line and "started" not in line]
+    assert len(finished) == 1 and " killed by SIGKILL " in finished[0], out
+    assert "exit=None" not in out
+    replay = repo.harness("replay", "g1", "--format", "json", check=0).stdout
+    events = json.loads(replay)["events"]
+    data = next(e["data"] for e in events if e["type"] == "step.finished")
+    assert (data["exit_code"], data["signal"], data["timed_out"]) == (None, "SIGKILL", False)
+    assert repo.harness("replay", "g1", check=0).stdout == out
+
+
+def test_an_unreachable_remote_is_one_line_naming_it(
+    managed: ManagedFactory, tmp_path: Path
+) -> None:
+    repo = managed()
+    git(repo.root, "remote", "add", "origin", str(tmp_path / "gone.git"))
+    proc = repo.harness("run", "--push", "origin", check=4)
+    assert proc.stderr.splitlines() == [
+        f"harness: --push origin: cannot fetch the goal branches from the remote: git fetch -q "
+        f"--prune failed in {repo.root}: '{tmp_path / 'gone.git'}' does not appear to be a git "
+        "repository; nothing was run"
+    ]
+    assert proc.stdout == "" and repo.count("build") == []
+
+
+def test_a_hook_that_hangs_cannot_stall_a_run(managed: ManagedFactory, tmp_path: Path) -> None:
+    seed = managed()
+    bare = tmp_path / "remote.git"
+    subprocess.run(["git", "clone", "-q", "--bare", str(seed.root), str(bare)], check=True)
+    hook = bare / "hooks" / "pre-receive"
+    hook.write_text("#!/bin/sh\nsleep 60\n")
+    hook.chmod(0o755)
+    runner = clone(seed, bare, tmp_path / "runner")
+    began = time.monotonic()
+    proc = runner.harness(
+        "run", "--push", "origin", env=runner.env | {"HARNESS_GIT_TIMEOUT": "2"}, check=4
+    )
+    assert time.monotonic() - began < 30
+    [line] = proc.stderr.splitlines()
+    assert line.startswith("harness: g1: error: harness/g1: the push to 'origin' failed and")
+    assert "did not finish in 2s" in line, line
+    assert seed.count("build") == []  # the lease (step.started) was never pushed: not run
+
+
+def test_a_bad_git_timeout_is_refused_by_name(managed: ManagedFactory) -> None:
+    repo = managed()
+    proc = repo.harness("run", env=repo.env | {"HARNESS_GIT_TIMEOUT": "soon"}, check=2)
+    assert proc.stderr.splitlines() == [
+        "harness: HARNESS_GIT_TIMEOUT: 'soon' (expected seconds, a number > 0)"
+    ]
