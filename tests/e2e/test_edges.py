@@ -8,8 +8,10 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.e2e.test_remote import clone
-from tests.managed import ManagedFactory, base_goal, git
+from tests.managed import ManagedFactory, ManagedRepo, base_goal, git
 
 
 def test_an_agent_killed_by_a_signal_is_named(managed: ManagedFactory) -> None:
@@ -65,3 +67,50 @@ def test_a_bad_git_timeout_is_refused_by_name(managed: ManagedFactory) -> None:
     assert proc.stderr.splitlines() == [
         "harness: HARNESS_GIT_TIMEOUT: 'soon' (expected seconds, a number > 0)"
     ]
+
+
+def _goal_head(repo: ManagedRepo) -> tuple[str, Path]:
+    sha = git(repo.worktree, "rev-parse", "HEAD")
+    return sha, repo.root / ".git" / "objects" / sha[:2] / sha[2:]
+
+
+@pytest.mark.parametrize("damage", ["empty", "missing"])
+def test_a_lost_head_object_is_refused_naming_it(managed: ManagedFactory, damage: str) -> None:
+    """After a power cut the goal branch's newest commit object is empty or gone: verify
+    exits 3 naming it, run stops without appending and never advises removing the worktree."""
+    repo = managed(mode="never")
+    repo.harness("run", "--max-steps", "1", check=0)
+    sha, obj = _goal_head(repo)
+    obj.chmod(0o644)
+    if damage == "empty":
+        obj.write_bytes(b"")
+    else:
+        obj.unlink()
+    verify = repo.harness("verify", "g1", check=3)
+    assert sha in verify.stdout + verify.stderr
+    before = repo.snapshot()
+    run = repo.harness("run", check=3)
+    [line] = run.stderr.splitlines()
+    assert line.startswith(f"harness: g1: refused: {repo.worktree}: the head commit {sha} ")
+    assert line.endswith(
+        "the worktree and its uncommitted events are intact: do not remove it; fetch the goal "
+        "branch from the remote or another clone, or run `git fsck` to see what was lost"
+    )
+    assert "worktree remove" not in line
+    assert repo.snapshot() == before and repo.count("build") == ["1"]
+
+
+def test_an_empty_goal_branch_ref_is_refused_with_safe_advice(managed: ManagedFactory) -> None:
+    repo = managed(mode="never")
+    repo.harness("run", "--max-steps", "1", check=0)
+    (repo.root / ".git" / "refs" / "heads" / "harness" / "g1").write_bytes(b"")
+    before = repo.snapshot()
+    run = repo.harness("run", check=3)
+    assert run.stderr.splitlines() == [
+        f"harness: g1: refused: {repo.worktree}: the goal branch 'harness/g1' names no commit "
+        "(its ref is empty or broken, as a power cut can leave it); the worktree and its "
+        "uncommitted events are intact: do not remove it; fetch the goal branch from the remote "
+        "or another clone, or run `git fsck` to see what was lost"
+    ]
+    assert repo.snapshot() == before and repo.count("build") == ["1"]
+    assert repo.harness("verify", "g1").returncode == 3
