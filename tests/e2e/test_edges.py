@@ -114,3 +114,33 @@ def test_an_empty_goal_branch_ref_is_refused_with_safe_advice(managed: ManagedFa
     ]
     assert repo.snapshot() == before and repo.count("build") == ["1"]
     assert repo.harness("verify", "g1").returncode == 3
+
+
+def _mount_read_only(root: Path) -> bool:
+    bind = subprocess.run(["mount", "--bind", str(root), str(root)], capture_output=True)
+    if bind.returncode != 0:
+        return False
+    ro = subprocess.run(["mount", "-o", "remount,ro,bind", str(root)], capture_output=True)
+    if ro.returncode != 0:
+        subprocess.run(["umount", str(root)], check=True)
+        return False
+    return True
+
+
+def test_a_read_only_file_system_is_one_line_naming_the_file(managed: ManagedFactory) -> None:
+    repo = managed(mode="never")
+    repo.harness("run", "--max-steps", "1", check=0)
+    if not _mount_read_only(repo.root):
+        pytest.skip("needs permission to bind-mount read-only")
+    try:
+        before = repo.snapshot()
+        for args in (("run",), ("cancel", "g1")):
+            proc = repo.harness(*args, check=1)
+            lock = repo.root / ".git" / "harness" / "locks" / "g1.lock"
+            assert proc.stderr.splitlines() == [
+                f"harness: cannot write '{lock}': Read-only file system"
+            ]
+        assert repo.harness("verify", "g1", check=0).stdout.startswith("ok g1: ")
+        assert repo.snapshot() == before
+    finally:
+        subprocess.run(["umount", str(repo.root)], check=True)
