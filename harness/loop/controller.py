@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import failpoints
-from harness.errors import Busy, HarnessError, Interrupted
+from harness.errors import Busy, HarnessError, Interrupted, TrustFailure
 from harness.loop.agents import Meter, Usage, read_report_file
 from harness.loop.clock import later
 from harness.loop.context import RunContext
@@ -328,6 +328,7 @@ class GoalRunner(Finisher):
             self.emit("step.interrupted", step, iteration, {"call_id": cid, "signal": stop.name})
             self.checkpoint(f"{step} {iteration} interrupted by {stop.name}")
             raise
+        self.check_worktree_kept(step, iteration)
         ran = Ran(step, iteration, cid, started, before, result, report, agent)
         touched = guard.changed()
         if touched:
@@ -340,6 +341,19 @@ class GoalRunner(Finisher):
             )
             return
         FINISH[step](self, ran)
+
+    def check_worktree_kept(self, step: StepName, iteration: int) -> None:
+        """A worktree removed while the step ran (by the agent or anyone): nothing of the step
+        is recorded (an append would recreate a ledger folder holding only the newest events,
+        and a commit there would record every file as deleted). The step stays in flight, so
+        the next run recreates the worktree from the goal branch and runs it again."""
+        if (self.wt.path / ".git").is_file() and self.paths.events.is_dir():
+            return
+        raise TrustFailure(
+            f"{self.wt.path}: the goal's worktree was removed while {step}[{iteration}] ran; "
+            "nothing of that step was recorded; the next run recreates the worktree from the "
+            "goal branch and runs the step again"
+        )
 
     def spec(self, step: StepName) -> StepSpec | BuildSpec | JudgeSpec:
         spec = STEP_SPECS[step](self.goal)

@@ -4,6 +4,9 @@ there or hangs, a read-only disk (issue 14, done-when 6)."""
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import signal
 import subprocess
 import time
 from pathlib import Path
@@ -144,3 +147,27 @@ def test_a_read_only_file_system_is_one_line_naming_the_file(managed: ManagedFac
         assert repo.snapshot() == before
     finally:
         subprocess.run(["umount", str(repo.root)], check=True)
+
+
+def test_a_worktree_removed_mid_build_is_never_committed_as_deletions(
+    managed: ManagedFactory,
+) -> None:
+    repo = managed()
+    proc, agent = repo.start_hanging_run()
+    shutil.rmtree(repo.worktree)
+    repo.release_build()
+    os.kill(agent, signal.SIGKILL)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 3
+    assert err.splitlines() == [
+        f"harness: g1: refused: {repo.worktree}: the goal's worktree was removed while "
+        "build[1] ran; nothing of that step was recorded; the next run recreates the worktree "
+        "from the goal branch and runs the step again"
+    ]
+    assert not repo.worktree.exists()  # nothing appended, so no ledger folder made again
+    repo.harness("run", check=0)
+    assert repo.status()["status"] == "completed"
+    assert repo.count("build") == ["1", "1", "2"]  # the cut-off build ran again once
+    for commit in git(repo.root, "rev-list", "harness/g1").split():
+        assert "agent.py" in git(repo.root, "ls-tree", "--name-only", commit).split(), commit
+    assert repo.harness("verify", "g1", check=0).stdout.startswith("ok g1: ")
