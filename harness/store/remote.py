@@ -11,11 +11,11 @@ remote's message and the next run pushes it. No server of our own is involved.
 from __future__ import annotations
 
 import socket
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from harness.errors import Busy, HarnessError, InvalidInput
+from harness.errors import Busy, HarnessError, InvalidInput, TrustFailure
 from harness.store.gitrepo import GitError, Repo, Worktree, run_git
 
 if TYPE_CHECKING:
@@ -50,6 +50,8 @@ def runner_id(repo: Repo) -> str:
 class Remote:
     repo: Repo
     name: str
+    # Remote goal branches this run's fetch saw move other than forward: branch -> (was, is).
+    rewound: dict[str, tuple[str, str]] = field(default_factory=dict, compare=False)
 
     @classmethod
     def check(cls, repo: Repo, name: str) -> Remote:
@@ -65,6 +67,7 @@ class Remote:
 
     def fetch(self, prefix: str) -> None:
         spec = f"+refs/heads/{prefix}*:refs/remotes/{self.name}/{prefix}*"
+        seen = self._tracked(prefix)
         try:
             run_git(["fetch", "-q", "--prune", self.name, spec], self.repo.root)
         except GitError as exc:
@@ -72,6 +75,26 @@ class Remote:
                 f"--push {self.name}: cannot fetch the goal branches from the remote: {exc}; "
                 "nothing was run"
             ) from None
+        now = self._tracked(prefix)
+        for branch, before in seen.items():
+            after = now.get(branch)
+            if after is not None and after != before and not self.repo.is_ancestor(before, after):
+                self.rewound[branch] = (before, after)
+                # Kept as last seen, so every later run refuses too until a human acts.
+                run_git(["update-ref", self.tracking(branch), before], self.repo.root)
+
+    def _tracked(self, prefix: str) -> dict[str, str]:
+        """What this clone last saw of each remote goal branch (its remote-tracking refs)."""
+        out = run_git(
+            [
+                "for-each-ref",
+                "--format=%(refname) %(objectname)",
+                f"refs/remotes/{self.name}/{prefix}",
+            ],
+            self.repo.root,
+        ).stdout.decode()
+        cut = len(f"refs/remotes/{self.name}/")
+        return {ref[cut:]: sha for ref, _, sha in (x.partition(" ") for x in out.splitlines())}
 
     def fetch_branch(self, branch: str) -> str | None:
         spec = f"+refs/heads/{branch}:{self.tracking(branch)}"
@@ -96,6 +119,14 @@ class Remote:
         Ahead of the remote (results of a run that died before pushing): push them. Behind:
         fast-forward. Diverged: another runner won; drop the local commits.
         """
+        if branch in self.rewound:
+            before, after = self.rewound[branch]
+            raise TrustFailure(
+                f"{branch}: the remote's branch went back from {before[:12]} to {after[:12]}, "
+                "which no runner does (runners only fast-forward): a rollback or a rewrite of "
+                "the goal's record; nothing was run; restore it with a fast-forward push from a "
+                "clone that has the full history, or investigate"
+            )
         remote = self.repo.rev_parse(self.tracking(branch))
         local = self.repo.rev_parse(f"refs/heads/{branch}")
         if remote is None or local == remote:

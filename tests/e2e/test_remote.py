@@ -126,3 +126,36 @@ def test_a_push_the_remote_refuses_keeps_every_result(
         ).stdout.strip()
     )
     runner.harness("verify", "g1", check=0)
+
+
+def test_a_remote_rolled_back_is_refused_in_every_clone(
+    managed: ManagedFactory, tmp_path: Path
+) -> None:
+    seed = managed()
+    bare = tmp_path / "remote.git"
+    subprocess.run(["git", "clone", "-q", "--bare", str(seed.root), str(bare)], check=True)
+    first, second = (clone(seed, bare, tmp_path / name) for name in ("first", "second"))
+    first.harness("run", "--push", "origin", check=0)
+    second.harness("run", "--push", "origin", check=0)  # sees the finished goal
+    assert remote_cell_status(bare) == "completed"
+    builds = seed.count("build")
+    head = subprocess.run(
+        ["git", "--git-dir", str(bare), "rev-parse", "harness/g1", "harness/g1~2"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    subprocess.run(["git", "--git-dir", str(bare), "update-ref", "refs/heads/harness/g1", head[1]])
+    for runner in (first, second, first):  # and again: it is never taken as healed
+        proc = runner.harness("run", "--push", "origin", check=3)
+        assert proc.stderr.splitlines() == [
+            f"harness: g1: refused: harness/g1: the remote's branch went back from "
+            f"{head[0][:12]} to {head[1][:12]}, which no runner does (runners only "
+            "fast-forward): a rollback or a rewrite of the goal's record; nothing was run; "
+            "restore it with a fast-forward push from a clone that has the full history, or "
+            "investigate"
+        ]
+    assert seed.count("build") == builds
+    assert git(first.root, "rev-parse", "harness/g1") == head[0]
+    remote_now = ["git", "--git-dir", str(bare), "rev-parse", "harness/g1"]
+    assert subprocess.run(remote_now, capture_output=True, text=True).stdout.strip() == head[1]
