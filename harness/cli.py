@@ -6,16 +6,20 @@ what it uses.
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 
 from harness import __version__
 from harness.errors import HarnessError, Interrupted
 from harness.record.visible import one_line
+
+# A write the disk refused: a read-only file system, a full disk, a spent quota.
+_DISK_ERRORS = frozenset({errno.EROFS, errno.ENOSPC, errno.EDQUOT})
 
 
 def _crash_log(exc: BaseException) -> Path:
@@ -52,13 +56,24 @@ class HarnessGroup(click.Group):
         except KeyboardInterrupt:
             click.echo("harness: interrupted", err=True)
             ctx.exit(130)
-        except Exception as exc:  # a bug: keep the traceback, show one line
-            log = _crash_log(exc)
-            click.echo(
-                f"harness: internal error: {type(exc).__name__}: {one_line(exc)} (traceback in {log})",
-                err=True,
-            )
+        except OSError as exc:
+            if exc.errno not in _DISK_ERRORS:
+                _internal(ctx, exc)
+            # Not a bug: the disk refused a write. Named in one line, no traceback.
+            where = f" {os.fsdecode(exc.filename)!r}" if exc.filename is not None else ""
+            click.echo(f"harness: cannot write{where}: {exc.strerror}", err=True)
             ctx.exit(1)
+        except Exception as exc:  # a bug: keep the traceback, show one line
+            _internal(ctx, exc)
+
+
+def _internal(ctx: click.Context, exc: BaseException) -> NoReturn:
+    log = _crash_log(exc)
+    click.echo(
+        f"harness: internal error: {type(exc).__name__}: {one_line(exc)} (traceback in {log})",
+        err=True,
+    )
+    ctx.exit(1)
 
 
 def _done(code: int) -> None:

@@ -1,7 +1,8 @@
 """Named points at durable boundaries where a test can kill the process (SIGKILL).
 
 Armed with `HARNESS_FAILPOINT=<name>` (optionally `<name>@<n>` for the n-th hit). Unarmed,
-`hit` is one dictionary lookup of a constant read at import.
+`hit` is one dictionary lookup of a constant read at import. `HARNESS_FAILPOINT_TRACE=<file>`
+appends each hit's name to the file, so a test can count a path's hits and kill at the last.
 """
 
 from __future__ import annotations
@@ -11,10 +12,14 @@ import signal
 
 _ARMED = os.environ.get("HARNESS_FAILPOINT", "")
 _NAME, _, _NTH = _ARMED.partition("@")
+_TRACE = os.environ.get("HARNESS_FAILPOINT_TRACE", "")
 _counts: dict[str, int] = {}
 
 
 def hit(name: str) -> None:
+    if _TRACE:
+        with open(_TRACE, "a", encoding="utf-8") as trace:
+            trace.write(name + "\n")
     if not _ARMED or name != _NAME:
         return
     _counts[name] = _counts.get(name, 0) + 1

@@ -27,7 +27,7 @@ from harness.record.cell import Cell, parse_cell
 from harness.record.events import TERMINAL, WAITING
 from harness.record.render import unavailable_text
 from harness.record.visible import block, one_line
-from harness.store.gitrepo import Repo
+from harness.store.gitrepo import GitError, Repo
 from harness.store.lock import GoalLock
 from harness.trust.decisions import bound_to
 from harness.trust.secret import Secret
@@ -248,11 +248,18 @@ def resting(repo: Repo, control: Control, secret: Secret, goal_id: str) -> Cell 
     """
     path = repo.worktree_path(goal_id) / "ledger" / goal_id / "state.json"
     try:
-        cell = parse_cell(path.read_bytes(), str(path), goal_id, secret.goal_key(goal_id))
+        data = path.read_bytes()
+        cell = parse_cell(data, str(path), goal_id, secret.goal_key(goal_id))
     except (OSError, TrustFailure):
         return None
     if not _ends_whole(path.parent / "events"):
         return None  # a torn tail: the full path cuts it back
+    committed = f"refs/heads/{control.branch(goal_id)}:ledger/{goal_id}/state.json"
+    try:
+        if control.objects.blob(committed) != data:
+            return None  # written but not committed (killed before the checkpoint's commit)
+    except GitError:
+        return None  # an unreadable object: the full path names it and refuses
     if cell.status in TERMINAL:
         return cell
     if cell.status not in WAITING:

@@ -7,19 +7,21 @@ with their decision.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from harness.errors import TrustFailure
 from harness.loop.context import RunContext
 from harness.loop.control import Control
 from harness.loop.controller import GoalRunner
 from harness.loop.guards import ChildRecord
+from harness.loop.lessons import Lesson
 from harness.loop.sandbox import Place, resolve
 from harness.model.goal import Goal
 from harness.record.cell import Cell
 from harness.record.events import TERMINAL, WAITING
-from harness.record.hydrate import GoalPaths, committed_view, load
-from harness.store.gitrepo import Repo
+from harness.record.hydrate import Committed, GoalPaths, Loaded, committed_view, load
+from harness.record.ledger import Event, Record
+from harness.store.gitrepo import Repo, Worktree
 from harness.store.worktree import ensure_worktree, open_worktree
 from harness.trust.approvals import SignedRecord, Verdict, verify_record
 from harness.trust.decisions import find_decision
@@ -53,11 +55,9 @@ def advance_goal(
             control.run_approval(goal)  # raises the precise refusal; nothing is created
         wt = ensure_worktree(repo, goal_id, control.branch(goal_id), control.commit)
     wt.clear_stale_index_lock()
-    paths = GoalPaths(wt.path, goal_id)
-    loaded = load(paths, ctx.secret.goal_key(goal_id), committed_view(paths), repair=True)
-    cell = loaded.cell
-    runner = GoalRunner(ctx, goal, verdict, wt, paths, loaded, lessons)
-    if cell.status in TERMINAL or not runner.bound():  # bound: before anything is used or run
+    runner, bound = _loaded_runner(ctx, goal, verdict, wt, lessons)
+    cell = runner.cell
+    if cell.status in TERMINAL or not bound:  # bound: before anything is used or run
         return runner.cell
     records = (*control.approvals(goal_id), *extra)
     started = cell.goal_sha256 is not None
@@ -92,6 +92,49 @@ def advance_goal(
             return runner.cell
         runner.cross_gate(decision)
     return runner.advance()
+
+
+def _loaded_runner(
+    ctx: RunContext, goal: Goal, verdict: Verdict | None, wt: Worktree, lessons: Sequence[Lesson]
+) -> tuple[GoalRunner, bool]:
+    """Load and verify the goal, and finish what a process killed after its last events
+    left undone (loop.md, "Roll-forward"): no later step would write and commit it.
+
+    The second value says the branch and worktree are the harness's own (`bound`); a goal
+    that is not stops at tamper before anything is settled on top of a foreign change."""
+    paths = GoalPaths(wt.path, goal.id)
+    committed = committed_view(paths)
+    last: list[Event] = []
+    loaded = load(
+        paths, ctx.secret.goal_key(goal.id), committed, repair=True, on_record=_keep_last(last)
+    )
+    runner = GoalRunner(ctx, goal, verdict, wt, paths, loaded, lessons)
+    if runner.cell.status not in TERMINAL and not runner.bound():
+        return runner, False
+    owed = runner.settle_owed(last[0] if last else None)
+    status = runner.cell.status
+    if not owed and status in TERMINAL | WAITING and _unsettled(paths, loaded, committed):
+        runner.checkpoint(f"rolled forward to {status}")
+    return runner, True
+
+
+def _keep_last(last: list[Event]) -> Callable[[Record], None]:
+    def keep(record: Record) -> None:
+        last[:] = [record.event]
+
+    return keep
+
+
+def _unsettled(paths: GoalPaths, loaded: Loaded, committed: Committed | None) -> bool:
+    """Whether the cell the ledger folds to is not yet written, or written and not committed."""
+    if committed is None:  # no readable commit: nothing can be committed on top of it
+        return False
+    if loaded.rolled_forward:
+        return True
+    try:
+        return paths.cell.read_bytes() != committed.cell
+    except FileNotFoundError:
+        return True
 
 
 def _gate_unless_waiting(runner: GoalRunner, reason: str, detail: str) -> None:

@@ -348,6 +348,7 @@ class GoalRunner(Finisher):
             self.emit("step.interrupted", step, iteration, {"call_id": cid, "signal": stop.name})
             self.checkpoint(f"{step} {iteration} interrupted by {stop.name}")
             raise
+        self.check_worktree_kept(step, iteration)
         ran = Ran(step, iteration, cid, started, before, result, report, agent)
         touched = guard.changed()
         if touched:
@@ -371,6 +372,19 @@ class GoalRunner(Finisher):
         }
         self.emit("step.finished", ran.step, ran.iteration, tamper)
         self.gate("needs_attention", "tamper", what + ", ".join(touched))
+
+    def check_worktree_kept(self, step: StepName, iteration: int) -> None:
+        """A worktree removed while the step ran (by the agent or anyone): nothing of the step
+        is recorded (an append would recreate a ledger folder holding only the newest events,
+        and a commit there would record every file as deleted). The step stays in flight, so
+        the next run recreates the worktree from the goal branch and runs it again."""
+        if (self.wt.path / ".git").is_file() and self.paths.events.is_dir():
+            return
+        raise TrustFailure(
+            f"{self.wt.path}: the goal's worktree was removed while {step}[{iteration}] ran; "
+            "nothing of that step was recorded; the next run recreates the worktree from the "
+            "goal branch and runs the step again"
+        )
 
     def spec(self, step: StepName) -> StepSpec | BuildSpec | JudgeSpec:
         spec = STEP_SPECS[step](self.goal)

@@ -23,6 +23,7 @@ from harness.model.goal import Goal
 from harness.record.cell import write_cell
 from harness.record.events import StepName
 from harness.record.hydrate import GoalPaths, Loaded
+from harness.record.ledger import Event
 from harness.store.gitrepo import Worktree
 
 MAX_LISTED_PATHS = 200
@@ -63,7 +64,7 @@ class Ran:
             "timed_out": result.timed_out,
             "duration_s": round(result.duration_s, 3),
             "output_tail": fit_text(result.output_tail),
-        }
+        } | ({"signal": result.signal} if result.signal else {})
 
 
 class Finisher(Recorder):
@@ -241,6 +242,36 @@ class Finisher(Recorder):
             )
         detail = ("history rewritten; " if rewritten else "") + "touched " + ", ".join(hits[:20])
         self.gate("needs_attention", "tamper", detail)
+        return True
+
+    def settle_owed(self, last: Event | None) -> bool:
+        """A recorded result whose consequence was never appended (killed between the two
+        events): append it now, as the step's finish would have. The result is never re-run:
+        a ship that passed completes, one that failed fails, a tamper or a read-only
+        violation gates (its restore happened before the result was recorded)."""
+        if last is None or last.type != "step.finished":
+            return False
+        data, iteration = last.data, last.iteration
+        result = data.get("result")
+        if last.step == "ship" and result == "pass":
+            self.emit(
+                "goal.completed", None, iteration, {"commit": self.wt.head(), "detail": "shipped"}
+            )
+        elif last.step == "ship":
+            detail = f"the ship step exited {data.get('exit_code')}"
+            self.emit("goal.failed", None, iteration, {"detail": detail})
+        elif result == "tamper":
+            touched = data.get("touched") or [p for p in data.get("changed", []) if is_protected(p)]
+            self.gate("needs_attention", "tamper", "touched " + ", ".join(touched[:20]))
+            return True
+        elif result == "violation":
+            changed = ", ".join(data.get("changed", [])[:20])
+            detail = f"the {last.step} step is read-only but changed: {changed}"
+            self.gate("needs_attention", "read_only_violation", detail)
+            return True
+        else:
+            return False
+        self.checkpoint(f"{last.step} finished")
         return True
 
 

@@ -62,6 +62,7 @@ class StepResult:
     output_tail: str  # last tail_bytes of stdout and stderr as read, marked when cut
     timed_out: bool
     stdout_truncated: bool
+    signal: str | None = None  # the signal that ended it (`SIGKILL`: the OOM killer, say)
 
 
 def child_env(
@@ -245,7 +246,15 @@ def run_step(
         output_tail=both.text(),
         timed_out=timed_out,
         stdout_truncated=out.truncated,
+        signal=_signal_name(code) if code < 0 and not timed_out else None,
     )
+
+
+def _signal_name(code: int) -> str:
+    try:
+        return signal.Signals(-code).name
+    except ValueError:
+        return f"signal {-code}"
 
 
 def _die_with_parent() -> None:

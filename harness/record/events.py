@@ -128,6 +128,7 @@ class StepFinished(TypedDict):
 
     call_id: str
     exit_code: int | None  # None: killed by its timeout or a signal
+    signal: NotRequired[str]  # the signal that ended it, when not its timeout (`SIGKILL`)
     timed_out: bool
     duration_s: float
     output_tail: str | None

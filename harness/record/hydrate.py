@@ -20,7 +20,7 @@ from harness.record.fold import apply
 from harness.record.ledger import START, Ledger, Position, Record, TornTail
 from harness.record.render import MarkdownReport
 from harness.store.fsutil import refuse_link
-from harness.store.gitrepo import run_git
+from harness.store.gitrepo import git_reason, run_git
 
 
 @dataclass(frozen=True)
@@ -73,6 +73,7 @@ def committed_view(paths: GoalPaths, ref: str = "HEAD", history: bool = True) ->
     previous committed version (a goal branch only ever moves forward)."""
     listing = run_git(["ls-tree", "-l", "-r", ref, "--", f"{paths.rel}/"], paths.root, check=False)
     if listing.returncode != 0:
+        _check_head_readable(paths, ref, listing.stderr)
         return None
     sizes: dict[str, int] = {}
     cell = None
@@ -84,6 +85,32 @@ def committed_view(paths: GoalPaths, ref: str = "HEAD", history: bool = True) ->
         elif name.startswith(f"{paths.rel}/events/") and kind == "blob":
             sizes[name.rsplit("/", 1)[1]] = int(size)
     return Committed(cell, sizes, _previous_cell(paths, ref) if history else None)
+
+
+SAFE_ADVICE = (
+    "the worktree and its uncommitted events are intact: do not remove it; fetch the goal "
+    "branch from the remote or another clone, or run `git fsck` to see what was lost"
+)
+
+
+def _check_head_readable(paths: GoalPaths, ref: str, stderr: bytes) -> None:
+    """A checkout whose HEAD names a commit (or branch) git cannot read is refused, never
+    taken for one with no commit: a power cut can leave a ref file or an object empty."""
+    if ref != "HEAD":
+        return
+    if run_git(["rev-parse", "--git-dir"], paths.root, check=False).returncode != 0:
+        return  # not a git checkout at all
+    head = run_git(["rev-parse", "-q", "--verify", "HEAD"], paths.root, check=False)
+    sha = head.stdout.decode().strip()
+    if sha:
+        raise TrustFailure(
+            f"{paths.root}: the head commit {sha} (or its tree) cannot be read: "
+            f"{git_reason(stderr)}; {SAFE_ADVICE}"
+        )
+    if run_git(["symbolic-ref", "-q", "HEAD"], paths.root, check=False).returncode != 0:
+        raise TrustFailure(
+            f"{paths.root}: HEAD names a branch whose ref is empty or broken; {SAFE_ADVICE}"
+        )
 
 
 def _previous_cell(paths: GoalPaths, ref: str) -> bytes | None:

@@ -29,10 +29,8 @@ def _money(value: float) -> str:
 def _step_finished(event: Event) -> str:
     get = event.data.get
     result = "timed out" if get("timed_out") else get("result", "done")
-    line = (
-        f"{event.step}[{event.iteration}] {result} "
-        f"exit={get('exit_code')} {get('duration_s', 0.0):.1f}s"
-    )
+    ended = f"killed by {_clean(get('signal'))}" if get("signal") else f"exit={get('exit_code')}"
+    line = f"{event.step}[{event.iteration}] {result} {ended} {get('duration_s', 0.0):.1f}s"
     if event.step == "build":
         cost = get("cost_usd", 0.0)
         line += f" cost=${cost:.4f} turns={get('turns', 0)} changed={len(get('changed', ()))}"

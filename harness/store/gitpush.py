@@ -14,7 +14,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.store.gitrepo import GitError, environ_without_secrets, start_git
+from harness.store.gitrepo import (
+    GitError,
+    environ_without_secrets,
+    git_timeout_s,
+    run_git,
+    start_git,
+)
 
 # Importing GitPython runs `git version` with os.environ as it is, secret included.
 with environ_without_secrets():
@@ -23,6 +29,7 @@ with environ_without_secrets():
 # GitPython logs a warning when a rejected push also wrote to stderr; with no handler of
 # ours, Python's last-resort handler would print it among the harness's own output.
 logging.getLogger("git").addHandler(logging.NullHandler())
+REMOTE_MESSAGE_CHARS = 500
 
 
 @dataclass(frozen=True)
@@ -44,6 +51,12 @@ class _CleanGit(git.Git):
         proc = start_git(command[1:], Path(self.working_dir or "."), text=text)
         return self.AutoInterrupt(proc, command)
 
+    @property
+    def version_info(self) -> tuple[int, ...]:
+        # GitPython asks before adding --progress, which reading the remote's lines needs.
+        words = run_git(["version"], Path(self.working_dir or ".")).stdout.split()
+        return tuple(int(n) for n in words[2].decode().split(".")[:3] if n.isdigit())
+
 
 class _Repo(git.Repo):
     GitCommandWrapperType = _CleanGit
@@ -52,9 +65,14 @@ class _Repo(git.Repo):
 def push_branch(root: Path, remote: str, branch: str) -> PushResult:
     """Push `refs/heads/<branch>` to the same name on `remote`; never forced."""
     refspec = f"refs/heads/{branch}:refs/heads/{branch}"
+    progress = git.RemoteProgress()
     try:
-        infos = git.Remote(_Repo(root), remote).push(refspec)
+        infos = git.Remote(_Repo(root), remote).push(
+            refspec, progress=progress, kill_after_timeout=git_timeout_s()
+        )
     except git.GitCommandError as exc:  # git failed before answering for the ref
+        if "kill_after_timeout" in str(exc.stderr):  # GitPython ended it: a hung hook or remote
+            return PushResult(False, False, f"git push did not finish in {git_timeout_s():g}s")
         return PushResult(False, False, _last_line(exc.stderr))
     rejected = any(info.flags & git.PushInfo.REJECTED for info in infos)
     summary = next((info.summary.strip() for info in infos), "")
@@ -62,7 +80,18 @@ def push_branch(root: Path, remote: str, branch: str) -> PushResult:
         return PushResult(True, False, summary)
     failed = [info.summary.strip() for info in infos if info.flags & git.PushInfo.ERROR]
     reason = failed[0] if failed else summary or _last_line(getattr(infos.error, "stderr", ""))
-    return PushResult(False, rejected, reason)
+    return PushResult(False, rejected, _with_remote_says(reason, progress.other_lines))
+
+
+def _with_remote_says(reason: str, lines: list[str]) -> str:
+    """The remote's own words (a hook's `remote: …` lines), printable and bounded, after
+    git's summary: a quota or branch rule says there what to do."""
+    said = [line.removeprefix("remote:").strip() for line in lines if line.startswith("remote:")]
+    said = [line for line in said if line]
+    if not said:
+        return reason
+    text = "; ".join(said)[:REMOTE_MESSAGE_CHARS]
+    return f"{reason}: the remote says: " + "".join(c if c.isprintable() else "?" for c in text)
 
 
 def _last_line(stderr: object) -> str:

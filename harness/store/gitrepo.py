@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import signal
 import subprocess
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -36,7 +37,17 @@ GIT_LOCATING = (
 _NEVER_TO_GIT = ("HARNESS_SECRET", "HARNESS_SECRET_FILE", "HARNESS_KEY_PASSPHRASE")
 # A branch HEAD as git writes it, for names of plain characters only (others ask git).
 _PLAIN_HEAD = re.compile(r"ref: (refs/heads/[A-Za-z0-9][A-Za-z0-9._/-]*)")
-_SAFE_CONFIG = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false")
+# core.fsync (git >= 2.36): the objects and refs of the harness's commits reach the disk
+# before git reports success, so a power cut cannot leave a goal branch naming an empty
+# commit (issue 14). Older git ignores the key and does not fsync (docs/specs/remote.md).
+_SAFE_CONFIG = (
+    "-c",
+    "core.hooksPath=/dev/null",
+    "-c",
+    "core.fsmonitor=false",
+    "-c",
+    "core.fsync=committed",
+)
 HARNESS_NAME = "goal-harness"
 HARNESS_EMAIL = "harness@goal-harness.invalid"
 
@@ -57,19 +68,61 @@ def git_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
 _ENV = git_env()
 
 
+def git_timeout_s() -> float:
+    """How long one git call may take (`HARNESS_GIT_TIMEOUT`, seconds; default 600): a hook
+    or a remote that hangs stops the run with a message instead of stalling it for ever."""
+    raw = os.environ.get("HARNESS_GIT_TIMEOUT", "600")
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not 0 < value < float("inf"):
+        raise InvalidInput(f"HARNESS_GIT_TIMEOUT: {raw!r} (expected seconds, a number > 0)")
+    return value
+
+
+def git_reason(stderr: bytes | str) -> str:
+    """git's own reason: its first `fatal:`/`error:` line (the last is often advice)."""
+    text = stderr.decode("utf-8", "replace") if isinstance(stderr, bytes) else stderr
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    for line in lines:
+        for prefix in ("fatal: ", "error: "):
+            if line.startswith(prefix):
+                return line.removeprefix(prefix)
+    return lines[-1] if lines else ""
+
+
 def run_git(
     args: Sequence[str], cwd: Path, *, input: bytes | None = None, check: bool = True
 ) -> subprocess.CompletedProcess[bytes]:
-    proc = subprocess.run(
+    timeout = git_timeout_s()
+    # Its own process group: on a timeout, a hook it started is ended with it.
+    with subprocess.Popen(
         ["git", *_SAFE_CONFIG, *args],
         cwd=cwd,
         env=_ENV,
-        input=input,
-        capture_output=True,
-    )
+        stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    ) as child:
+        try:
+            out, err = child.communicate(input, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(child.pid, signal.SIGKILL)
+            child.communicate()
+            raise GitError(
+                f"git {' '.join(args[:3])} did not finish in {timeout:g}s in {cwd} "
+                "(a hung hook or remote?); HARNESS_GIT_TIMEOUT sets the limit"
+            ) from None
+        except BaseException:  # a signal: never wait on a git that hangs
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(child.pid, signal.SIGKILL)
+            raise
+    proc = subprocess.CompletedProcess(child.args, child.returncode, out, err)
     if check and proc.returncode != 0:
-        detail = proc.stderr.decode("utf-8", "replace").strip().splitlines()
-        raise GitError(f"git {' '.join(args[:3])} failed in {cwd}: {detail[-1] if detail else ''}")
+        raise GitError(f"git {' '.join(args[:3])} failed in {cwd}: {git_reason(err)}")
     return proc
 
 

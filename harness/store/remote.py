@@ -1,20 +1,22 @@
 """Many runners, one remote: the remote's atomic fast-forward is the lease.
 
 Before a goal is loaded its branch is brought to the remote's state. Every checkpoint is
-pushed fast-forward-only; a rejected push means another runner moved the branch first, so
-this runner drops its local commits (resets to the remote) and leaves the goal. No server
-of our own is involved.
+pushed fast-forward-only. A push that fails is told apart by fetching again: only a remote
+branch that moved past ours means another runner won, so this runner drops its local commits
+(resets to the remote) and leaves the goal. A remote that refused for another reason (a
+hook, a quota) or could not be reached keeps the local result: the goal stops with the
+remote's message and the next run pushes it. No server of our own is involved.
 """
 
 from __future__ import annotations
 
 import socket
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from harness.errors import Busy, InvalidInput
-from harness.store.gitrepo import Repo, Worktree, run_git
+from harness.errors import Busy, HarnessError, InvalidInput, TrustFailure
+from harness.store.gitrepo import GitError, Repo, Worktree, run_git
 
 if TYPE_CHECKING:
     from harness.store.gitpush import PushResult
@@ -26,6 +28,19 @@ class LeaseLost(Busy):
     """Another runner advanced the goal branch first."""
 
 
+class RemoteUnreachable(HarnessError):
+    """The remote could not be read: no goal is advanced (exit 4, try again later)."""
+
+    exit_code = 4
+
+
+class PushRefused(HarnessError):
+    """The remote did not take the push and did not move: nothing local is dropped (exit 4,
+    as busy: the goal is not advanced now and the next run tries again)."""
+
+    exit_code = 4
+
+
 def runner_id(repo: Repo) -> str:
     """This clone, as other clones see it in the ledger."""
     return f"{socket.gethostname()}:{repo.common_dir}"
@@ -35,6 +50,8 @@ def runner_id(repo: Repo) -> str:
 class Remote:
     repo: Repo
     name: str
+    # Remote goal branches this run's fetch saw move other than forward: branch -> (was, is).
+    rewound: dict[str, tuple[str, str]] = field(default_factory=dict, compare=False)
 
     @classmethod
     def check(cls, repo: Repo, name: str) -> Remote:
@@ -50,7 +67,34 @@ class Remote:
 
     def fetch(self, prefix: str) -> None:
         spec = f"+refs/heads/{prefix}*:refs/remotes/{self.name}/{prefix}*"
-        run_git(["fetch", "-q", "--prune", self.name, spec], self.repo.root)
+        seen = self._tracked(prefix)
+        try:
+            run_git(["fetch", "-q", "--prune", self.name, spec], self.repo.root)
+        except GitError as exc:
+            raise RemoteUnreachable(
+                f"--push {self.name}: cannot fetch the goal branches from the remote: {exc}; "
+                "nothing was run"
+            ) from None
+        now = self._tracked(prefix)
+        for branch, before in seen.items():
+            after = now.get(branch)
+            if after is not None and after != before and not self.repo.is_ancestor(before, after):
+                self.rewound[branch] = (before, after)
+                # Kept as last seen, so every later run refuses too until a human acts.
+                run_git(["update-ref", self.tracking(branch), before], self.repo.root)
+
+    def _tracked(self, prefix: str) -> dict[str, str]:
+        """What this clone last saw of each remote goal branch (its remote-tracking refs)."""
+        out = run_git(
+            [
+                "for-each-ref",
+                "--format=%(refname) %(objectname)",
+                f"refs/remotes/{self.name}/{prefix}",
+            ],
+            self.repo.root,
+        ).stdout.decode()
+        cut = len(f"refs/remotes/{self.name}/")
+        return {ref[cut:]: sha for ref, _, sha in (x.partition(" ") for x in out.splitlines())}
 
     def fetch_branch(self, branch: str) -> str | None:
         spec = f"+refs/heads/{branch}:{self.tracking(branch)}"
@@ -75,6 +119,14 @@ class Remote:
         Ahead of the remote (results of a run that died before pushing): push them. Behind:
         fast-forward. Diverged: another runner won; drop the local commits.
         """
+        if branch in self.rewound:
+            before, after = self.rewound[branch]
+            raise TrustFailure(
+                f"{branch}: the remote's branch went back from {before[:12]} to {after[:12]}, "
+                "which no runner does (runners only fast-forward): a rollback or a rewrite of "
+                "the goal's record; nothing was run; restore it with a fast-forward push from a "
+                "clone that has the full history, or investigate"
+            )
         remote = self.repo.rev_parse(self.tracking(branch))
         local = self.repo.rev_parse(f"refs/heads/{branch}")
         if remote is None or local == remote:
@@ -82,17 +134,33 @@ class Remote:
         if local is None:
             run_git(["branch", "-q", branch, remote], self.repo.root)
             return
-        if self.repo.is_ancestor(remote, local) and self.push(branch).ok:
+        if not self.repo.is_ancestor(remote, local):
+            self._reset(branch, worktree, remote)  # behind, or another runner won: theirs
             return
-        self._reset(branch, worktree, remote)
+        moved = self._push_or_refused(branch, local)
+        if moved is not None:
+            self._reset(branch, worktree, moved)
 
     def publish(self, branch: str, worktree: Worktree) -> None:
-        if self.push(branch).ok:
-            return
+        moved = self._push_or_refused(branch, worktree.head())
+        if moved is not None:
+            self._reset(branch, worktree.path, moved)
+            raise LeaseLost(f"{branch}: another runner advanced the goal first; leaving it to them")
+
+    def _push_or_refused(self, branch: str, local: str | None) -> str | None:
+        """Push; None when it went. When it did not: the remote's commit if the branch moved
+        there past `local` (a lost race), else PushRefused with the remote's own answer."""
+        result = self.push(branch)
+        if result.ok:
+            return None
         remote = self.fetch_branch(branch)
-        if remote is not None:
-            self._reset(branch, worktree.path, remote)
-        raise LeaseLost(f"{branch}: another runner advanced the goal first; leaving it to them")
+        if remote is not None and local is not None and not self.repo.is_ancestor(remote, local):
+            return remote
+        raise PushRefused(
+            f"{branch}: the push to {self.name!r} failed and the remote did not move: "
+            f"{result.reason or 'no reason given'}; the results stay on the local branch and "
+            "the next `harness run --push` pushes them"
+        )
 
     def _reset(self, branch: str, worktree: Path, commit: str) -> None:
         if (worktree / ".git").exists():

@@ -21,12 +21,30 @@ def open_worktree(repo: Repo, goal_id: str, branch: str) -> Worktree | None:
         .stdout.decode()
         .strip()
     )
+    if actual != branch and _head_file_names(path, branch):
+        raise TrustFailure(
+            f"{path}: the goal branch {branch!r} names no commit (its ref is empty or broken, as "
+            "a power cut can leave it); the worktree and its uncommitted events are intact: do "
+            "not remove it; fetch the goal branch from the remote or another clone, or run "
+            "`git fsck` to see what was lost"
+        )
     if actual != branch:
         raise TrustFailure(
             f"{path}: the worktree is on {actual or 'a detached HEAD'!r}, not {branch!r}; "
             "check it out again or remove it with `git worktree remove`"
         )
     return wt
+
+
+def _head_file_names(path: Path, branch: str) -> bool:
+    """Whether the worktree's HEAD file names `branch` (read directly: git refuses to
+    resolve a HEAD whose branch ref is broken)."""
+    try:
+        link = (path / ".git").read_text(encoding="utf-8").strip()
+        gitdir = path / link.removeprefix("gitdir:").strip()
+        return (gitdir / "HEAD").read_text(encoding="utf-8").strip() == f"ref: refs/heads/{branch}"
+    except (OSError, UnicodeDecodeError):
+        return False
 
 
 def ensure_worktree(repo: Repo, goal_id: str, branch: str, base: str) -> Worktree:

@@ -3,12 +3,17 @@ uninterrupted run does, verifies, and never runs a finished step again."""
 
 from __future__ import annotations
 
+import functools
 import json
+import sys
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
-from tests.managed import ManagedFactory, ManagedRepo, base_goal
+from tests.managed import ManagedFactory, ManagedRepo, base_goal, git
 
 FAILPOINTS = [
     "after_append",
@@ -83,4 +88,148 @@ def test_killed_at_failpoint_then_resumed(
     status, gate, iteration, finished, tree, events = outcome(repo)
     assert (status, gate, iteration, finished, tree) == baseline[:5]
     assert_no_finished_step_ran_again(events)
+    repo.harness("verify", check=0)
+
+
+# ---- the last event of every path -----------------------------------------------------
+#
+# Each path is a prelude (commands run uninterrupted) and a final command, killed at a
+# failpoint hit counted from the end of that command's hits (-1: its last) or from the
+# start. A run traced with HARNESS_FAILPOINT_TRACE says how many hits each command makes.
+
+SHIP = {"run": ["sh", "-c", 'echo shipped >> "$TEST_COUNTER_DIR/ship.log"; touch SHIPPED']}
+SHIP_FAILS = {"run": ["sh", "-c", 'echo tried >> "$TEST_COUNTER_DIR/ship.log"; exit 1']}
+DROP = (
+    "from pathlib import Path\n"
+    "Path('migrations').mkdir(exist_ok=True)\n"
+    "Path('migrations/0002_drop_users.sql').write_text('DROP TABLE users;\\n')\n"
+    "Path('value.txt').write_text('right\\n')\n"
+)
+SIGN = ("--key", "{key}")
+
+
+@dataclass(frozen=True)
+class Path_:
+    goal: dict[str, Any]
+    final: tuple[str, ...]
+    prelude: tuple[tuple[str, ...], ...] = ()
+    mode: str = "fix-on-2"
+    files: dict[str, str] | None = None
+
+
+PATHS: dict[str, Path_] = {
+    "completed": Path_(base_goal(), ("run",)),
+    "parked-ship": Path_(base_goal() | {"ship": SHIP}, ("run",)),
+    "shipped": Path_(base_goal() | {"ship": SHIP}, ("ship", "g1", *SIGN), (("run",),)),
+    "ship-failed": Path_(base_goal() | {"ship": SHIP_FAILS}, ("ship", "g1", *SIGN), (("run",),)),
+    "destructive": Path_(
+        base_goal() | {"build": {"run": [sys.executable, "drop_agent.py"]}},
+        ("run",),
+        files={"drop_agent.py": DROP},
+    ),
+    "unparked": Path_(
+        base_goal() | {"build": {"run": [sys.executable, "drop_agent.py"]}},
+        ("unpark", "g1", *SIGN),
+        (("run",),),
+        files={"drop_agent.py": DROP},
+    ),
+    "no-progress": Path_(base_goal(), ("run",), mode="nothing"),
+    "budget": Path_(base_goal() | {"budget": {"max_iterations": 2}}, ("run",), mode="never"),
+    "max-passes": Path_(
+        base_goal() | {"halt": {"no_progress_passes": 5, "max_passes": 3}}, ("run",), mode="never"
+    ),
+    "tamper": Path_(base_goal(), ("run",), mode="tamper-goal"),
+    "read-only": Path_(
+        base_goal() | {"judge": {"run": ["sh", "-c", "echo x > judge-wrote.txt; exit 1"]}},
+        ("run",),
+    ),
+    "cancelled": Path_(base_goal(), ("cancel", "g1"), (("run", "--max-steps", "1"),)),
+}
+# (failpoint, hit): negative hits count from the end of the final command's hits.
+LAST_HITS = [
+    ("after_append", -1),
+    ("after_append", -2),
+    ("after_cell_write", -1),
+    ("before_commit", -1),
+    ("after_commit", -1),
+]
+# A decision's own event is the first the command appends.
+FIRST_HITS = {"shipped": [("after_append", 1)], "unparked": [("after_append", 1)]}
+
+
+def _argv(repo: ManagedRepo, args: tuple[str, ...]) -> list[str]:
+    return [a.replace("{key}", str(repo.key.private)) for a in args]
+
+
+def _make(factory: Callable[..., ManagedRepo], path: Path_) -> ManagedRepo:
+    repo = factory(goal=path.goal, mode=path.mode, files=path.files)
+    for args in path.prelude:
+        repo.harness(*_argv(repo, args), check=0)
+    return repo
+
+
+def _settled(repo: ManagedRepo) -> Outcome:
+    """Run until the goal rests (committing a decision `ship`/`unpark` wrote first)."""
+    if git(repo.root, "status", "--porcelain", "goals"):
+        git(repo.root, "add", "goals")
+        git(repo.root, "commit", "-qm", "record the decision")
+    for _ in range(5):
+        repo.harness("run", check=0)
+        if repo.status()["status"] not in ("pending", "running", "paused"):
+            break
+    return outcome(repo)
+
+
+@pytest.fixture(scope="module")
+def last_baselines(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> dict[str, tuple[Outcome, Counter[str]]]:
+    """Each path run uninterrupted: its outcome and its final command's failpoint hits."""
+    from tests.managed import make_key
+
+    found = {}
+    for name, path in PATHS.items():
+        base = tmp_path_factory.mktemp(f"last-{name}")
+        key = make_key(base, "k")
+        repo = _make(functools.partial(ManagedRepo.create, base / "repo", key), path)
+        trace = base / "trace"
+        repo.harness(
+            *_argv(repo, path.final), env=repo.env | {"HARNESS_FAILPOINT_TRACE": str(trace)}
+        )
+        found[name] = (_settled(repo), Counter(trace.read_text().split()))
+    return found
+
+
+def _cases() -> list[tuple[str, str, int]]:
+    return [
+        (name, point, hit) for name in PATHS for point, hit in LAST_HITS + FIRST_HITS.get(name, [])
+    ]
+
+
+@pytest.mark.parametrize(("name", "point", "hit"), _cases())
+def test_killed_at_the_last_events_of_a_path_then_resumed(
+    managed: ManagedFactory,
+    last_baselines: dict[str, tuple[Outcome, Counter[str]]],
+    name: str,
+    point: str,
+    hit: int,
+) -> None:
+    path = PATHS[name]
+    want, hits = last_baselines[name]
+    nth = hit if hit > 0 else hits[point] + 1 + hit
+    if nth < 1:
+        pytest.skip(f"{name}: {path.final[0]} hits {point} only {hits[point]} time(s)")
+    repo = _make(managed, path)
+    killed = repo.harness(
+        *_argv(repo, path.final), env=repo.env | {"HARNESS_FAILPOINT": f"{point}@{nth}"}
+    )
+    assert killed.returncode == -9, (killed.stdout, killed.stderr)
+    repo.harness("verify", check=0)
+    status, gate, iteration, finished, tree, events = _settled(repo)
+    assert (status, gate, iteration, finished, tree) == want[:5]
+    assert status not in ("pending", "running", "paused")
+    assert_no_finished_step_ran_again(events)
+    # Finished for real: the cell and the report committed, the worktree clean.
+    assert git(repo.worktree, "status", "--porcelain") == ""
+    assert json.loads(repo.harness("status", "--json", "g1", check=0).stdout)[0]["status"] == status
     repo.harness("verify", check=0)

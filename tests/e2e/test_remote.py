@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
 from pathlib import Path
 
-from tests.managed import ManagedFactory, ManagedRepo, git
+from tests.managed import ManagedFactory, ManagedRepo, base_goal, git
 
 
 def clone(seed: ManagedRepo, bare: Path, path: Path) -> ManagedRepo:
@@ -61,3 +62,100 @@ def test_push_to_an_unknown_remote_is_refused(managed: ManagedFactory) -> None:
     repo = managed()
     proc = repo.harness("run", "--push", "nowhere", check=2)
     assert "'nowhere' is not a remote" in proc.stderr
+
+
+REFUSING_HOOK = """#!/bin/sh
+if [ -e "{deny}" ]; then
+  echo "quota exceeded for this repository; ask an admin" >&2
+  exit 1
+fi
+"""
+
+
+def test_a_push_the_remote_refuses_keeps_every_result(
+    managed: ManagedFactory, tmp_path: Path
+) -> None:
+    """A pre-receive hook that refuses is not a lost race: no event or step result is
+    dropped, the remote's own words are shown, and once it allows pushes again the next
+    run pushes what was kept and no step runs twice."""
+    # The first build makes the remote start refusing (once): the push of its result fails.
+    deny = tmp_path / "deny"
+    once = f'[ -e "{tmp_path}/denied" ] || {{ touch "{deny}" "{tmp_path}/denied"; }}'
+    build = ["sh", "-c", f'"{sys.executable}" agent.py && {once}']
+    seed = managed(goal=base_goal() | {"build": {"run": build, "timeout": "60s"}})
+    bare = tmp_path / "remote.git"
+    subprocess.run(["git", "clone", "-q", "--bare", str(seed.root), str(bare)], check=True)
+    hook = bare / "hooks" / "pre-receive"
+    hook.write_text(REFUSING_HOOK.format(deny=deny))
+    hook.chmod(0o755)
+    runner = clone(seed, bare, tmp_path / "runner")
+    first = runner.harness("run", "--push", "origin", check=4)
+    assert first.stderr.splitlines() == [
+        "harness: g1: error: harness/g1: the push to 'origin' failed and the remote did not "
+        "move: [remote rejected] (pre-receive hook declined): the remote says: quota exceeded "
+        "for this repository; ask an admin; the results stay on the local branch and the next "
+        "`harness run --push` pushes them"
+    ]
+    assert seed.count("build") == ["1"]
+    replay = runner.harness("replay", "g1", "--format", "json", check=0).stdout
+    events = json.loads(replay)["events"]
+    assert [(e["type"], e["step"]) for e in events][-2:] == [
+        ("step.started", "build"),
+        ("step.finished", "build"),
+    ]
+    assert (runner.worktree / "value.txt").read_text() == "wrong\n"
+    local = git(runner.root, "rev-parse", "harness/g1")
+    assert git(runner.worktree, "status", "--porcelain") == ""
+    # Still refusing: the next run stops before appending anything.
+    before = runner.snapshot()
+    runner.harness("run", "--push", "origin", check=4)
+    assert runner.snapshot() == before
+    assert git(runner.root, "rev-parse", "harness/g1") == local
+    # Allowed again: the kept result is pushed first, and the goal goes on from it.
+    deny.unlink()
+    runner.harness("run", "--push", "origin", check=0)
+    assert remote_cell_status(bare) == "completed"
+    assert seed.count("build") == ["1", "2"] and seed.count("judge") == ["1", "2"]
+    assert (
+        git(runner.root, "rev-parse", "harness/g1")
+        == subprocess.run(
+            ["git", "--git-dir", str(bare), "rev-parse", "harness/g1"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    )
+    runner.harness("verify", "g1", check=0)
+
+
+def test_a_remote_rolled_back_is_refused_in_every_clone(
+    managed: ManagedFactory, tmp_path: Path
+) -> None:
+    seed = managed()
+    bare = tmp_path / "remote.git"
+    subprocess.run(["git", "clone", "-q", "--bare", str(seed.root), str(bare)], check=True)
+    first, second = (clone(seed, bare, tmp_path / name) for name in ("first", "second"))
+    first.harness("run", "--push", "origin", check=0)
+    second.harness("run", "--push", "origin", check=0)  # sees the finished goal
+    assert remote_cell_status(bare) == "completed"
+    builds = seed.count("build")
+    head = subprocess.run(
+        ["git", "--git-dir", str(bare), "rev-parse", "harness/g1", "harness/g1~2"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    subprocess.run(["git", "--git-dir", str(bare), "update-ref", "refs/heads/harness/g1", head[1]])
+    for runner in (first, second, first):  # and again: it is never taken as healed
+        proc = runner.harness("run", "--push", "origin", check=3)
+        assert proc.stderr.splitlines() == [
+            f"harness: g1: refused: harness/g1: the remote's branch went back from "
+            f"{head[0][:12]} to {head[1][:12]}, which no runner does (runners only "
+            "fast-forward): a rollback or a rewrite of the goal's record; nothing was run; "
+            "restore it with a fast-forward push from a clone that has the full history, or "
+            "investigate"
+        ]
+    assert seed.count("build") == builds
+    assert git(first.root, "rev-parse", "harness/g1") == head[0]
+    remote_now = ["git", "--git-dir", str(bare), "rev-parse", "harness/g1"]
+    assert subprocess.run(remote_now, capture_output=True, text=True).stdout.strip() == head[1]

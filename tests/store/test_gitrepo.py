@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from harness.errors import InvalidInput
-from harness.store.gitrepo import GitError, ObjectReader, Repo
+from harness.store.gitrepo import GitError, ObjectReader, Repo, run_git
 
 
 def git(cwd: Path, *args: str) -> str:
@@ -187,3 +190,52 @@ def test_a_malformed_tree_is_an_error_and_only_commits_are_commits(repo: Path) -
         assert reader.blob("main:goals/a.yaml\0junk") is None
     finally:
         reader.close()
+
+
+@pytest.mark.skipif(shutil.which("strace") is None, reason="needs strace")
+def test_a_harness_commit_is_fsynced(repo: Path, tmp_path: Path) -> None:
+    """core.fsync: the commit's objects and the branch ref reach the disk (issue 14)."""
+    (repo / "new.txt").write_text("x\n")
+    trace = tmp_path / "trace"
+    code = (
+        "import sys; from pathlib import Path; from harness.store.gitrepo import Worktree; "
+        "Worktree(Path(sys.argv[1])).commit('durable')"
+    )
+    subprocess.run(
+        [
+            "strace",
+            "-f",
+            "-e",
+            "trace=fsync,fdatasync",
+            "-o",
+            str(trace),
+            sys.executable,
+            "-c",
+            code,
+            str(repo),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    calls = [line for line in trace.read_text().splitlines() if "fsync(" in line]
+    # The new blob, tree and commit objects and the ref: git 2.39 batches objects per command.
+    assert len(calls) >= 2, trace.read_text()
+    assert git(repo, "log", "-1", "--format=%s") == "durable"
+
+
+def test_a_git_call_that_hangs_is_ended_by_its_timeout(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    hook = repo / "slow.sh"
+    hook.write_text("#!/bin/sh\nsleep 30\n")
+    hook.chmod(0o755)
+    git(repo, "config", "alias.slow", f"!{hook}")
+    monkeypatch.setenv("HARNESS_GIT_TIMEOUT", "1")
+    began = time.monotonic()
+    with pytest.raises(GitError) as caught:
+        run_git(["slow"], repo)
+    assert time.monotonic() - began < 10
+    assert str(caught.value) == (
+        f"git slow did not finish in 1s in {repo} (a hung hook or remote?); "
+        "HARNESS_GIT_TIMEOUT sets the limit"
+    )
