@@ -27,8 +27,9 @@ from harness.loop.agents_support import SUPPORTED, AgentCli, probe
 from harness.loop.control import CONFIG_PATH, OWNERS_PATH, Control, open_control
 from harness.model.config import Config, parse_config
 from harness.record.visible import one_line
-from harness.store.gitrepo import Repo, read_blobs, run_git
+from harness.store.gitrepo import Repo, run_git
 from harness.store.lock import lock_holder
+from harness.store.objects import read_blobs
 from harness.store.worktree import RegisteredWorktree, list_worktrees
 from harness.trust.owners import Owner, load_owners
 from harness.trust.secret import (

@@ -15,8 +15,9 @@ from harness.loop.sandbox import notice
 from harness.record.cell import Cell, Unavailable, parse_cell
 from harness.record.render import unavailable_text
 from harness.record.visible import one_line
-from harness.store.gitrepo import Repo, branch_heads, read_blobs
+from harness.store.gitrepo import Repo
 from harness.store.lock import GoalLock
+from harness.store.objects import branch_heads, read_blobs
 from harness.trust.secret import Secret
 
 PARKED_EXIT = 10

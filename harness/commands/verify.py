@@ -14,7 +14,8 @@ from harness.model.goal import GOAL_ID_RE
 from harness.record.hydrate import load
 from harness.record.ledger import LedgerBroken
 from harness.record.locate import locate
-from harness.store.gitrepo import Repo, branch_heads
+from harness.store.gitrepo import Repo
+from harness.store.objects import branch_heads
 from harness.trust.approvals import find_run_approval
 from harness.trust.secret import Secret
 

@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 from harness.errors import InvalidInput, TrustFailure
 from harness.model.config import Config, ConfigCache, parse_config
 from harness.model.goal import GOAL_ID_RE, Goal, check_goal_id, parse_goal
-from harness.store.gitrepo import ObjectReader, Repo
+from harness.store.gitrepo import Repo
+from harness.store.objects import ObjectReader
 from harness.trust.approvals import SignedRecord, Verdict, find_run_approval, parse_approval_file
 from harness.trust.owners import Owner, parse_owners
 

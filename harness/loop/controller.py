@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
-import hashlib
 import shutil
 import tempfile
 import time
@@ -25,10 +24,11 @@ from harness.loop.agents import Meter, Usage, read_report_file
 from harness.loop.binding import same_tree, unbound
 from harness.loop.clock import later
 from harness.loop.context import RunContext
-from harness.loop.finish import FINISH, MAX_LISTED_PATHS, Finisher, Ran, unavailable_detail
+from harness.loop.crossing import Crossing
+from harness.loop.finish import FINISH, MAX_LISTED_PATHS, Ran, unavailable_detail
 from harness.loop.guards import ChildRecord, GitConfigGuard, RecordGuard
 from harness.loop.lessons import Lesson, select
-from harness.loop.progress import Progress
+from harness.loop.progress import Progress, progress_text
 from harness.loop.prompt import build_prompt
 from harness.loop.recorder import call_id, fit_text
 from harness.loop.sandbox import Contained, Place, Sandbox, contain, resolve
@@ -48,7 +48,6 @@ from harness.record.hydrate import GoalPaths, Loaded
 from harness.store.gitrepo import Worktree
 from harness.store.remote import LEASE_GRACE_S
 from harness.trust.approvals import Verdict
-from harness.trust.decisions import extended_limits
 
 # Each step's command in the goal file; plan, review and ship are optional.
 STEP_SPECS: dict[StepName, Callable[[Goal], StepSpec | BuildSpec | JudgeSpec | None]] = {
@@ -72,7 +71,7 @@ def step_named(name: str) -> StepName:
     raise HarnessError(f"unknown step {name!r} in the cell")
 
 
-class GoalRunner(Finisher):
+class GoalRunner(Crossing):
     """Drives one loaded goal in its worktree. The caller holds the goal's lock."""
 
     def __init__(
@@ -90,7 +89,6 @@ class GoalRunner(Finisher):
         self.lessons = tuple(lessons)
         self.given: tuple[Lesson, ...] = ()
         self.steps_run = 0
-        self.ship_from: str | None = None  # the gate commit a ship decision named
         remote = ctx.remote
         if remote is not None:
             branch = worktree.branch()
@@ -414,7 +412,9 @@ class GoalRunner(Finisher):
             | remaining_env(self.cell),
         )
         children = ChildRecord(self.ctx.control.repo.harness_dir() / "locks", self.goal.id)
-        progress = Progress(self.ctx.progress, self.progress_text(step, iteration))
+        progress = Progress(
+            self.ctx.progress, progress_text(self.goal.id, step, iteration, self.cell)
+        )
 
         def started(pid: int) -> None:
             children.save(pid, cid)
@@ -486,44 +486,3 @@ class GoalRunner(Finisher):
         """Reads the build's stdout as it arrives; `since` dates the tool's own records."""
         prices = self.ctx.control.config.prices
         return Meter(self.goal.build.format, env, self.wt.path, time.time(), prices)
-
-    def progress_text(self, step: str, iteration: int) -> Callable[[float], str]:
-        used, limit = self.cell.used, self.cell.limit
-
-        def text(elapsed: float) -> str:
-            minutes, seconds = divmod(int(elapsed), 60)
-            return (
-                f"{self.goal.id} {step}[{iteration}] {minutes:02d}:{seconds:02d} · "
-                f"iterations {used.iterations}/{limit.iterations} · "
-                f"cost ${used.cost_usd:.2f}/${limit.cost_usd:.2f} · passes {used.passes}/{limit.passes}"
-            )
-
-        return text
-
-    # ---- human decisions ----------------------------------------------------------------
-
-    def cross_gate(self, verdict: Verdict) -> None:
-        """Record a signed decision's use; the fold moves the goal on."""
-        statement = verdict.record.statement
-        self.ship_from = statement.commit if statement.decision == "ship" else None
-        data: dict[str, Any] = {
-            "decision": statement.decision,
-            "gate": self.cell.gate,
-            "signers": list(verdict.principals),
-            "commit": statement.commit,
-            "ledger": statement.ledger,
-            "signature_sha256": hashlib.sha256(verdict.record.armored.encode()).hexdigest(),
-        }
-        if statement.decision.startswith("extend-budget "):
-            data["limits"] = extended_limits(self.cell, statement.decision)
-        self.emit("decision.used", None, self.cell.iteration, data)
-        self.checkpoint(f"decision {statement.decision}")
-
-    def rotate_owners(self, verdict: Verdict, owners_sha256: str, owners_commit: str) -> None:
-        data = {
-            "owners_sha256": owners_sha256,
-            "owners_commit": owners_commit,
-            "signers": list(verdict.principals),
-        }
-        self.emit("owners.rotated", None, self.cell.iteration, data)
-        self.checkpoint("owners rotated")

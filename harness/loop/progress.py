@@ -7,6 +7,8 @@ import time
 from collections.abc import Callable
 from typing import TextIO
 
+from harness.record.cell import Cell
+
 
 class Progress:
     """A live line on a terminal (stderr) while a step runs; nothing at all otherwise, so
@@ -37,3 +39,18 @@ class Progress:
             self.thread.join()
             self.stream.write("\r\x1b[K")
             self.stream.flush()
+
+
+def progress_text(goal_id: str, step: str, iteration: int, cell: Cell) -> Callable[[float], str]:
+    """The live line's text for a step that has run `elapsed` seconds."""
+    used, limit = cell.used, cell.limit
+
+    def text(elapsed: float) -> str:
+        minutes, seconds = divmod(int(elapsed), 60)
+        return (
+            f"{goal_id} {step}[{iteration}] {minutes:02d}:{seconds:02d} · "
+            f"iterations {used.iterations}/{limit.iterations} · "
+            f"cost ${used.cost_usd:.2f}/${limit.cost_usd:.2f} · passes {used.passes}/{limit.passes}"
+        )
+
+    return text

@@ -1,7 +1,7 @@
 """Git and files: every git call, the goal worktrees, remotes, locks and atomic writes.
 
 Owns how bytes reach the disk and the repository (`gitrepo` runs git with a clean
-environment; `fsutil` writes atomically and appends whole lines; `lock` holds a goal's
+environment; `objects` reads many objects through one `cat-file --batch`; `fsutil` writes atomically and appends whole lines; `lock` holds a goal's
 flock and probes it; `remote` pushes and fetches goal branches, a push through GitPython
 (`gitpush`); `worktree` opens a goal's worktree and lists the registered ones). It knows
 nothing of goals, events or signatures.

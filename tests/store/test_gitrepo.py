@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 
 from harness.errors import InvalidInput
-from harness.store.gitrepo import GitError, ObjectReader, Repo, run_git
+from harness.store.gitrepo import GitError, Repo, run_git
+from harness.store.objects import ObjectReader
 
 
 def git(cwd: Path, *args: str) -> str:

@@ -1,0 +1,45 @@
+"""Crossing a gate: recording the use of a human's signed decision, and an owners rotation.
+
+What the decision does (ship, unpark, extend the budget) is the fold's; this records that
+it was used, by whom, bound to which commit and ledger head, and remembers the commit a
+ship decision named, which is the only commit the ship step may check out.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from harness.loop.finish import Finisher
+from harness.trust.approvals import Verdict
+from harness.trust.decisions import extended_limits
+
+
+class Crossing(Finisher):
+    ship_from: str | None = None  # the gate commit a ship decision named, in this process
+
+    def cross_gate(self, verdict: Verdict) -> None:
+        """Record a signed decision's use; the fold moves the goal on."""
+        statement = verdict.record.statement
+        self.ship_from = statement.commit if statement.decision == "ship" else None
+        data: dict[str, Any] = {
+            "decision": statement.decision,
+            "gate": self.cell.gate,
+            "signers": list(verdict.principals),
+            "commit": statement.commit,
+            "ledger": statement.ledger,
+            "signature_sha256": hashlib.sha256(verdict.record.armored.encode()).hexdigest(),
+        }
+        if statement.decision.startswith("extend-budget "):
+            data["limits"] = extended_limits(self.cell, statement.decision)
+        self.emit("decision.used", None, self.cell.iteration, data)
+        self.checkpoint(f"decision {statement.decision}")
+
+    def rotate_owners(self, verdict: Verdict, owners_sha256: str, owners_commit: str) -> None:
+        data = {
+            "owners_sha256": owners_sha256,
+            "owners_commit": owners_commit,
+            "signers": list(verdict.principals),
+        }
+        self.emit("owners.rotated", None, self.cell.iteration, data)
+        self.checkpoint("owners rotated")
