@@ -22,6 +22,7 @@ import pwd
 import shutil
 import stat
 import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -225,6 +226,13 @@ def _hide(path: Path) -> list[str]:
     return ["--ro-bind", "/dev/null", where]
 
 
+def _python_prefixes_in_tmp() -> list[Path]:
+    """The harness's own Python environment, where it lies under /tmp (a venv made there)."""
+    tmp = Path("/tmp").resolve()
+    prefixes = dict.fromkeys(Path(p).resolve() for p in (sys.prefix, sys.base_prefix))
+    return [p for p in prefixes if p.is_relative_to(tmp) and p != tmp]
+
+
 def bwrap_argv(
     bwrap: str,
     place: Place,
@@ -238,9 +246,12 @@ def bwrap_argv(
     worktree = os.fspath(place.worktree.resolve())
     home = place.home()
     args = [bwrap, *_base_args()]
-    # The repository may be under /tmp (hidden by the tmpfs): show it again, read-only.
+    # The repository, or the Python the harness runs from (a venv a step's `python` may be),
+    # may be under /tmp, which the tmpfs hides: show them again, read-only.
     for shown in dict.fromkeys([place.repo_root.resolve(), place.common_dir.resolve()]):
         args += ["--ro-bind", os.fspath(shown), os.fspath(shown)]
+    for prefix in _python_prefixes_in_tmp():
+        args += ["--ro-bind", os.fspath(prefix), os.fspath(prefix)]
     for path in place.hidden():
         args += _hide(path)
     args += ["--bind", os.fspath(home), os.fspath(home)]

@@ -211,7 +211,15 @@ def _nobody_can_sandbox() -> str | None:
         capture_output=True,
         check=False,
     )
-    return None if done.returncode == 0 else f"bwrap fails as nobody: {done.stderr!r}"
+    if done.returncode != 0:
+        return f"bwrap fails as nobody: {done.stderr!r}"
+    # The checkout (and its venv) may sit in a folder only root can enter (mktemp -d: 0700).
+    imported = subprocess.run(
+        [*AS_NOBODY, sys.executable, "-c", "import harness"], capture_output=True, check=False
+    )
+    if imported.returncode != 0:
+        return f"nobody cannot import the harness ({sys.executable}): {imported.stderr[-200:]!r}"
+    return None
 
 
 @pytest.mark.skipif(_nobody_can_sandbox() is not None, reason=str(_nobody_can_sandbox()))

@@ -339,7 +339,11 @@ CASES: list[tuple[str, bool, Probe]] = [
     ("dns-zone-file", True, path("dns/example.com.zone")),
     ("dns-zone-file", True, path("named.conf.local", "M")),
     ("dns-zone-file", False, path("src/dns/resolver.py")),
-    ("registry-auth-token", True, added(".npmrc", "//npm.registry.example/:_authToken=${NPM_TOKEN}")),
+    (
+        "registry-auth-token",
+        True,
+        added(".npmrc", "//npm.registry.example/:_authToken=${NPM_TOKEN}"),
+    ),
     ("registry-auth-token", True, added(".yarnrc.yml", "npmAuthToken: abc")),
     ("registry-auth-token", False, added(".npmrc", "save-exact=true")),
     ("oauth-app-config", True, added("settings.py", "GITHUB_CLIENT_SECRET = env('GH_SECRET')")),
