@@ -376,8 +376,9 @@ def test_cron_line_has_five_time_fields_and_runs_harness(repo: Path, tmp_path: P
     words = shlex.split(fields[5])
     assert words[:3] == ["cd", str(repo), "&&"]
     assert words[3] == f"HARNESS_SECRET_FILE={secret_file}"
-    assert Path(words[4]).is_absolute() and Path(words[4]).name == "harness"
-    assert words[5:] == ["run", ">>", str(repo / ".git" / "harness" / "cron.log"), "2>&1"]
+    assert words[4] == "exec"  # no shell stays alive as the harness's parent
+    assert Path(words[5]).is_absolute() and Path(words[5]).name == "harness"
+    assert words[6:] == ["run", ">>", str(repo / ".git" / "harness" / "cron.log"), "2>&1"]
 
 
 def test_cron_uses_the_default_secret_file(repo: Path, tmp_path: Path) -> None:
