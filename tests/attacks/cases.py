@@ -7,7 +7,6 @@ then a strict xfail with that reason, so a fix turns it into a failure to remove
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -924,11 +923,6 @@ def agent_sets_git_filter(world: World) -> None:
     )
 
 
-ROOT_READS_EVERYTHING = (
-    "the agent runs as root here, and root can read the environment of any process, "
-    "undumpable or not; run agents as an unprivileged user"
-)
-
 # Walks up from the agent to every ancestor process and copies any HARNESS_SECRET found in
 # its initial environment (/proc/<pid>/environ) to stolen.txt, outside the repository.
 STEAL_SECRET = r"""
@@ -975,10 +969,11 @@ AGENT_ATTACKS = [
         agent_reads_parent_environ,
         RUN,
         # The run itself goes on (the theft is silent); only the stolen copy must not exist.
-        Expect(0, r"g1 #10 completed", None, WHOLE_RUN),
-        # The harness is undumpable (PR_SET_DUMPABLE 0), which stops a same-user agent; an
-        # agent running as root reads any process's memory (docs/guide/threat-model.md).
-        vulnerable=ROOT_READS_EVERYTHING if os.geteuid() == 0 else None,
+        Expect(0, r"g1 #11 completed", None, WHOLE_RUN),
+        # The harness blanks HARNESS_SECRET in its start-up environment block before it
+        # runs anything (secret.take_from_environment), so even an agent running as root
+        # finds it in no ancestor's /proc/<pid>/environ; a same-user one cannot open the
+        # harness's at all (PR_SET_DUMPABLE 0). docs/guide/threat-model.md.
     ),
     Attack(
         "agent-git-config-filter",
