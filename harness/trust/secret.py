@@ -9,6 +9,7 @@ import hashlib
 import hmac
 import os
 import secrets as _random
+import stat
 import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -19,6 +20,8 @@ from harness.errors import TrustFailure
 MIN_SECRET_BYTES = 32
 ENV_SECRET = "HARNESS_SECRET"
 ENV_SECRET_FILE = "HARNESS_SECRET_FILE"
+# `harness run --jobs` hands its children the secret through a pipe: this names its fd.
+ENV_SECRET_FD = "HARNESS_SECRET_FD"
 
 
 def default_secret_file(env: Mapping[str, str]) -> Path:
@@ -102,7 +105,25 @@ def take_from_environment(names: tuple[str, ...] = HELD) -> dict[str, str]:
     held = {name: os.environ.pop(name) for name in names if name in os.environ}
     if held:
         _blank_startup_environment(held)
+    fd = os.environ.pop(ENV_SECRET_FD, None)
+    if fd is not None and ENV_SECRET not in held:
+        piped = _read_pipe(fd)
+        if piped:
+            held[ENV_SECRET] = piped
     return held
+
+
+def _read_pipe(fd_text: str) -> str:
+    """The secret a parent `harness run --jobs` wrote to the pipe `fd_text` names, or ""
+    (then the secret is looked for as if none was handed over)."""
+    try:
+        fd = int(fd_text)
+        if fd < 3 or not stat.S_ISFIFO(os.fstat(fd).st_mode):
+            return ""
+        with os.fdopen(fd, "rb") as pipe:
+            return pipe.read(64 * 1024).decode("utf-8", "replace")
+    except (ValueError, OSError):
+        return ""
 
 
 def _blank_startup_environment(names: Iterable[str]) -> None:

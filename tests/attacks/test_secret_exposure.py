@@ -30,7 +30,7 @@ from typing import Any
 import pytest
 
 from harness.commands.ci import SERVICE_NAME, ci_cron, ci_systemd
-from tests.managed import ManagedFactory, ManagedRepo
+from tests.managed import ManagedFactory, ManagedRepo, git
 
 # Everything the build can read of every process, and the chain of processes above it.
 SCAN = r"""
@@ -241,3 +241,55 @@ def test_the_start_up_block_is_blanked_and_hidden(user: str) -> None:
             assert b"PATH=/usr/bin:/bin" in by_root_or_self  # the rest is left as it was
         if as_user or not ROOT:
             assert isinstance(by_same_user, str) and "Permission denied" in by_same_user
+
+
+# Run by every python started with it on PYTHONPATH, before its main module: whether the
+# process's start-up environment block holds the secret, and its command line.
+PROBE = r"""
+import json, os, pathlib
+folder = os.environ.get("PROBE_DIR")
+if folder:
+    secret = pathlib.Path(folder, "secret-value").read_bytes().strip()
+    proc = pathlib.Path("/proc/self")
+    seen = {
+        "argv": proc.joinpath("cmdline").read_bytes().decode().split("\0"),
+        "holds": secret in proc.joinpath("environ").read_bytes(),
+    }
+    pathlib.Path(folder, f"{os.getpid()}.json").write_text(json.dumps(seen))
+"""
+
+
+def test_jobs_children_get_the_secret_through_a_pipe(
+    managed: ManagedFactory, tmp_path: Path
+) -> None:
+    """`run --jobs 2` started with HARNESS_SECRET: each child `harness run <id>` gets it
+    through a pipe, so not even the child's start-up block (readable by the same user until
+    the child's first act) holds it; the parent's does, as the threat model says."""
+    import yaml
+
+    second = _goal() | {"id": "g2"}
+    repo = managed(goal=_goal(), files={"scan.py": SCAN, "goals/g2.yaml": yaml.safe_dump(second)})
+    repo.harness("approve", "g2", "--key", str(repo.key.private), check=0)
+    git(repo.root, "add", "-A")
+    git(repo.root, "commit", "-q", "-m", "g2")
+    secret = random.token_hex(32)
+    (repo.counters / "secret-value").write_text(secret)
+    probes = tmp_path / "probes"
+    probes.mkdir()
+    (probes / "secret-value").write_text(secret)
+    (probes / "sitecustomize.py").write_text(PROBE)
+    env = _scheduler_env(repo, tmp_path) | {
+        "HARNESS_SECRET": secret,
+        "PYTHONPATH": str(probes),
+        "PROBE_DIR": str(probes),
+    }
+    proc = subprocess.run(
+        [HARNESS, "run", "--jobs", "2"], cwd=repo.root, env=env, capture_output=True, text=True
+    )
+    assert proc.returncode == 0, proc.stderr
+    seen = [json.loads(p.read_text()) for p in probes.glob("*.json")]
+    seen = [s for s in seen if "run" in s["argv"]]  # the harnesses, not their steps
+    runs = {" ".join(s["argv"][s["argv"].index("run") :]).strip(): s["holds"] for s in seen}
+    assert runs == {"run --jobs 2": True, "run g1": False, "run g2": False}, seen
+    status = repo.harness("status", "--json", env={**repo.env, "HARNESS_SECRET": secret}, check=0)
+    assert [row["status"] for row in json.loads(status.stdout)] == ["completed", "completed"]
