@@ -225,18 +225,19 @@ def test_workflow_steps_run_a_goal_and_push_it(managed: ManagedFactory, tmp_path
     assert "g1 completed step=- iteration=1" in summary.read_text()
 
 
-# A build that looks for the secret in every process environment it can read.
+# A build that looks for the secret in every process environment and command line it can read.
 SCANNING_AGENT = """
 import os, pathlib
 counters = pathlib.Path(os.environ["TEST_COUNTER_DIR"])
 secret = (counters / "secret-value").read_bytes().strip()
 hits = []
 for proc in pathlib.Path("/proc").iterdir():
-    try:
-        if proc.name.isdigit() and secret in (proc / "environ").read_bytes():
-            hits.append((proc / "comm").read_text().strip())
-    except OSError:
-        pass
+    for part in ("environ", "cmdline"):
+        try:
+            if proc.name.isdigit() and secret in (proc / part).read_bytes():
+                hits.append((proc / "comm").read_text().strip())
+        except OSError:
+            pass
 (counters / "environ-hits.txt").write_text("\\n".join(sorted(hits)))
 pathlib.Path("value.txt").write_text("right\\n")
 """
