@@ -9,6 +9,8 @@ from __future__ import annotations
 import errno
 import os
 import sys
+from collections import ChainMap
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -76,6 +78,15 @@ def _internal(ctx: click.Context, exc: BaseException) -> NoReturn:
     ctx.exit(1)
 
 
+# HARNESS_SECRET, HARNESS_SECRET_FILE and HARNESS_KEY_PASSPHRASE as main() found them.
+_HELD: dict[str, str] = {}
+
+
+def _env() -> Mapping[str, str]:
+    """The environment the commands read: os.environ and the variables main() holds."""
+    return ChainMap(_HELD, os.environ)
+
+
 def _done(code: int) -> None:
     click.get_current_context().exit(code)
 
@@ -138,7 +149,7 @@ def secret_new(file: Path | None, print_only: bool) -> None:
     """
     from harness.commands.secret import secret_new as run_secret_new
 
-    _done(run_secret_new(_cwd(), file, print_only, os.environ, sys.stdout))
+    _done(run_secret_new(_cwd(), file, print_only, _env(), sys.stdout))
 
 
 @cli.command()
@@ -183,7 +194,7 @@ def approve(goal_id: str, key: Path) -> None:
     """
     from harness.commands.approve import approve as run_approve
 
-    _done(run_approve(_cwd(), goal_id, key, os.environ, sys.stdout))
+    _done(run_approve(_cwd(), goal_id, key, _env(), sys.stdout))
 
 
 @cli.command()
@@ -205,7 +216,7 @@ def run(
     """
     from harness.commands.run import run as run_run
 
-    _done(run_run(_cwd(), list(goal_ids), max_steps, push, os.environ, jobs=jobs, as_json=as_json))
+    _done(run_run(_cwd(), list(goal_ids), max_steps, push, _env(), jobs=jobs, as_json=as_json))
 
 
 @cli.command()
@@ -221,7 +232,7 @@ def ship(goal_id: str, key: Path) -> None:
     """
     from harness.commands.decide import ship as run_ship
 
-    _done(run_ship(_cwd(), goal_id, key, os.environ, sys.stdout))
+    _done(run_ship(_cwd(), goal_id, key, _env(), sys.stdout))
 
 
 @cli.command()
@@ -240,7 +251,7 @@ def unpark(goal_id: str, key: Path, extend: str | None) -> None:
     """
     from harness.commands.decide import unpark as run_unpark
 
-    _done(run_unpark(_cwd(), goal_id, key, extend, os.environ, sys.stdout))
+    _done(run_unpark(_cwd(), goal_id, key, extend, _env(), sys.stdout))
 
 
 @cli.command()
@@ -259,7 +270,7 @@ def status(goal_ids: tuple[str, ...], as_json: bool, check_: bool) -> None:
     """
     from harness.commands.status import status as run_status
 
-    _done(run_status(_cwd(), list(goal_ids), as_json, check_, os.environ, sys.stdout))
+    _done(run_status(_cwd(), list(goal_ids), as_json, check_, _env(), sys.stdout))
 
 
 @cli.command()
@@ -284,7 +295,7 @@ def replay(goal_id: str, fmt: str, out_file: Path | None) -> None:
     """
     from harness.commands.replay import replay as run_replay
 
-    _done(run_replay(_cwd(), goal_id, fmt, out_file, os.environ, sys.stdout.buffer))
+    _done(run_replay(_cwd(), goal_id, fmt, out_file, _env(), sys.stdout.buffer))
 
 
 @cli.command()
@@ -297,7 +308,7 @@ def verify(goal_ids: tuple[str, ...], as_json: bool) -> None:
     """
     from harness.commands.verify import verify as run_verify
 
-    _done(run_verify(_cwd(), list(goal_ids), os.environ, sys.stdout, as_json))
+    _done(run_verify(_cwd(), list(goal_ids), _env(), sys.stdout, as_json))
 
 
 @cli.command()
@@ -309,7 +320,7 @@ def cancel(goal_id: str) -> None:
     """
     from harness.commands.cancel import cancel as run_cancel
 
-    _done(run_cancel(_cwd(), goal_id, os.environ, sys.stdout))
+    _done(run_cancel(_cwd(), goal_id, _env(), sys.stdout))
 
 
 @cli.command()
@@ -326,7 +337,7 @@ def doctor(as_json: bool) -> None:
     """
     from harness.commands.doctor import doctor as run_doctor
 
-    _done(run_doctor(_cwd(), os.environ, sys.stdout, as_json))
+    _done(run_doctor(_cwd(), _env(), sys.stdout, as_json))
 
 
 @cli.group(cls=HarnessGroup)
@@ -366,7 +377,7 @@ def ci_cron(every_minutes: int) -> None:
     """
     from harness.commands.ci import ci_cron as run_ci_cron
 
-    _done(run_ci_cron(_cwd(), sys.stdout, every_minutes, os.environ))
+    _done(run_ci_cron(_cwd(), sys.stdout, every_minutes, _env()))
 
 
 @ci.command("systemd")
@@ -385,7 +396,7 @@ def ci_systemd(directory: Path | None, every_minutes: int, force: bool) -> None:
     """
     from harness.commands.ci import ci_systemd as run_ci_systemd
 
-    _done(run_ci_systemd(_cwd(), sys.stdout, directory, every_minutes, os.environ, force))
+    _done(run_ci_systemd(_cwd(), sys.stdout, directory, every_minutes, _env(), force))
 
 
 @cli.command()
@@ -405,5 +416,12 @@ def demo(directory: Path | None) -> None:
     _done(run_demo(directory, sys.stdout))
 
 
-def main(argv: list[str] | None = None) -> None:
+def main(argv: list[str] | None = None, held: Mapping[str, str] | None = None) -> None:
+    """Run the CLI. `held`: what harness.__main__ took from the environment before importing
+    this module; without it, the variables are taken here (a caller of harness.cli:main)."""
+    if held is None:
+        from harness.trust.secret import take_from_environment
+
+        held = take_from_environment()
+    _HELD.update(held)
     cli.main(args=argv, prog_name="harness")

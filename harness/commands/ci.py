@@ -263,7 +263,8 @@ jobs:
 
 
 def cron_line(repo: Repo, every_minutes: int, secret_file: Path, command: list[str]) -> str:
-    """One crontab line: cd into the repository, run, append everything to a log.
+    """One crontab line: cd into the repository, exec the harness, append everything to a
+    log. It names the secret's file, never the secret.
 
     No `flock` around it: the harness takes a lock per goal, so a tick that starts while
     a long run is still going skips the busy goal and moves any other goal on.
@@ -274,9 +275,10 @@ def cron_line(repo: Repo, every_minutes: int, secret_file: Path, command: list[s
         _cron_safe(path)
     when, _ = schedule(every_minutes)
     run = " ".join(shlex.quote(word) for word in [*command, "run"])
+    # `exec`: cron's shell becomes the harness instead of staying alive as its parent.
     return (
         f"{when} cd {shlex.quote(str(repo.root))} && "
-        f"{ENV_SECRET_FILE}={shlex.quote(str(secret_file))} {run} "
+        f"{ENV_SECRET_FILE}={shlex.quote(str(secret_file))} exec {run} "
         f">> {shlex.quote(str(log))} 2>&1"
     )
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
@@ -30,7 +31,7 @@ from harness.record.visible import block, one_line
 from harness.store.gitrepo import GitError, Repo
 from harness.store.lock import GoalLock
 from harness.trust.decisions import bound_to
-from harness.trust.secret import Secret
+from harness.trust.secret import ENV_SECRET, ENV_SECRET_FD, Secret
 
 # The loop itself (harness.loop.advance, the controller, the remote) is imported only when a
 # goal has something to do: a run that finds every goal resting stays a short process.
@@ -223,9 +224,26 @@ def run_parallel(
 
     def one(goal_id: str) -> int:
         argv = [sys.executable, "-m", "harness", "run", goal_id, *options]
+        # A secret from HARNESS_SECRET goes through a pipe, never the child's environment
+        # (whose start-up block /proc/<pid>/environ shows until the child blanks it).
+        secret = env.get(ENV_SECRET, "").encode("utf-8")
+        child = {k: v for k, v in env.items() if k != ENV_SECRET}
+        reader, writer = os.pipe() if secret else (-1, -1)
+        if secret:
+            child[ENV_SECRET_FD] = str(reader)
         proc = subprocess.Popen(
-            argv, cwd=root, env=dict(env), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+            argv,
+            cwd=root,
+            env=child,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            pass_fds=(reader,) if secret else (),
         )
+        if secret:
+            os.close(reader)
+            with contextlib.suppress(OSError), open(writer, "wb") as pipe:
+                pipe.write(secret)
         assert proc.stdout is not None and proc.stderr is not None
         errors = threading.Thread(target=forward, args=(proc.stderr, err))
         errors.start()

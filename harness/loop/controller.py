@@ -26,7 +26,7 @@ from harness.loop.clock import later
 from harness.loop.context import RunContext
 from harness.loop.crossing import Crossing
 from harness.loop.finish import FINISH, MAX_LISTED_PATHS, Ran, unavailable_detail
-from harness.loop.guards import ChildRecord, GitConfigGuard, RecordGuard
+from harness.loop.guards import ChildRecord, GitConfigGuard, RecordGuard, StepWatch
 from harness.loop.lessons import Lesson, select
 from harness.loop.progress import Progress, progress_text
 from harness.loop.prompt import build_prompt
@@ -208,9 +208,11 @@ class GoalRunner(Crossing):
         failed = [x for x in self.lessons if failing == f"lesson:{x.name}" and x not in chosen]
         return (*failed, *chosen)
 
-    def check_lessons(self) -> list[tuple[Lesson, StepResult]]:
-        """Run the check of every lesson a build was given: read-only, like the judge."""
+    def check_lessons(self) -> list[tuple[Lesson, StepResult]] | None:
+        """Run the check of every lesson a build was given: read-only, like the judge, and
+        watched like every step. The failed checks, or None when a check stopped the goal."""
         checks = [x for x in self.lessons if x.name in self.cell.lessons_given and x.check]
+        watch = StepWatch(self.wt) if checks else None
         results = []
         for lesson in checks:
             assert lesson.check is not None
@@ -221,24 +223,27 @@ class GoalRunner(Crossing):
             )
             with self.contained("lesson-check", lesson.check, env) as box:
                 result = run_step(box.argv, self.wt.path, box.env, b"", lesson.check_timeout_s)
-            passed = result.exit_code == 0 and not result.timed_out
-            self.emit(
-                "lesson.checked",
-                None,
-                self.cell.iteration,
-                lesson.as_ref()
-                | {
-                    "exit_code": result.exit_code,
-                    "passed": passed,
-                    "output_tail": fit_text(result.output_tail, 4000),
-                },
-            )
             results.append((lesson, result))
+        tampered = watch.tampered() if watch else None  # before a byte is appended
+        for lesson, result in results:
+            passed = result.exit_code == 0 and not result.timed_out
+            output = {"output_tail": fit_text(result.output_tail, 4000)}
+            data = {"exit_code": result.exit_code, "passed": passed} | output
+            self.emit("lesson.checked", None, self.cell.iteration, lesson.as_ref() | data)
+        changed = watch.changed_paths() if watch and not tampered else []
+        if tampered or changed:
+            names = ", ".join(x.name for x in checks)
+            reason, what = ("tamper", tampered) if tampered else ("read_only_violation", "")
+            what = what or "is read-only but changed: " + ", ".join(changed[:20])
+            self.gate("needs_attention", reason, f"the lesson check of {names} {what}")
+            return None
         return [(x, r) for x, r in results if r.exit_code != 0 or r.timed_out]
 
     def done_gate(self) -> None:
         missing = [f for f in self.goal.expect_files if not (self.wt.path / f).exists()]
         failed = [] if missing else self.check_lessons()
+        if failed is None:
+            return
         if failed:
             lesson, result = failed[0]
             detail = f"{result.output_tail}\n\nThe lesson:\n{lesson.text}"

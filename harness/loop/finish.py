@@ -103,6 +103,8 @@ class Finisher(Recorder):
         finished = (ran.step, ran.iteration, data)
         if self.tampered(ran.started, changed + unseen, exclude_own=False, finished=finished):
             return
+        if self.hid_own_files(ran.started, unseen, finished):
+            return
         data |= self.destructive_data(ran.started, unseen)
         if usage.unavailable is not None:
             self.finish_unavailable(ran, data, usage.unavailable)
@@ -241,6 +243,25 @@ class Finisher(Recorder):
                 data | {"result": "tamper", "tree": self.wt.work_tree_id()},
             )
         detail = ("history rewritten; " if rewritten else "") + "touched " + ", ".join(hits[:20])
+        self.gate("needs_attention", "tamper", detail)
+        return True
+
+    def hid_own_files(
+        self, base: str, unseen: Sequence[str], finished: tuple[StepName, int, dict[str, Any]]
+    ) -> bool:
+        """A build whose new files an ignore rule it added hides (a `tests/conftest.py` the
+        judge would run, behind a new `.gitignore` line): never staged, so never in the diff
+        or the commit, yet there for the judge. Tamper, like hiding it in info/exclude."""
+        from harness.trust.destructive.textlike import hidden_by_new_rules
+
+        hidden = hidden_by_new_rules(self.wt, base, unseen)
+        if not hidden:
+            return False
+        step, iteration, data = finished
+        touched = [entry.split(" (", 1)[0] for entry in hidden]
+        tamper = data | {"result": "tamper", "touched": touched[:MAX_LISTED_PATHS]}
+        self.emit("step.finished", step, iteration, tamper)
+        detail = "hid new files with an ignore rule of its own: " + ", ".join(hidden[:20])
         self.gate("needs_attention", "tamper", detail)
         return True
 

@@ -62,6 +62,36 @@ class RecordGuard:
         run_git(["checkout", "-q", "HEAD", "--", "ledger"], self.worktree.path)
 
 
+class StepWatch:
+    """Both guards and the work tree, taken before commands that must only look (the lesson
+    checks at the done gate): the same checks as a read-only step's, in one place."""
+
+    def __init__(self, worktree: Worktree) -> None:
+        self.worktree = worktree
+        self.config = GitConfigGuard(worktree.guarded_files())
+        self.record = RecordGuard(worktree)
+        self.tree = worktree.work_tree_id()
+
+    def tampered(self) -> str | None:
+        """What was changed of git's configuration or the record, put back; or None."""
+        touched = self.config.changed()
+        if touched:  # before any git call: a changed config could run the agent's commands
+            self.config.restore()
+            return "changed git configuration: " + ", ".join(touched)
+        moved = self.record.changed()
+        if moved:  # before one more byte is written there
+            self.record.restore()
+            return "changed the harness's own record: " + ", ".join(moved)
+        return None
+
+    def changed_paths(self) -> list[str]:
+        """The work's paths that differ from before (the ledger left out)."""
+        after = self.worktree.work_tree_id()
+        if after == self.tree:
+            return []
+        return self.worktree.git("diff", "--name-only", self.tree, after).splitlines()
+
+
 def _entries(top: Path) -> dict[str, tuple[int, int, int, int]]:
     found: dict[str, tuple[int, int, int, int]] = {}
     if not top.is_symlink() and not top.is_dir():

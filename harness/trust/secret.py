@@ -9,8 +9,9 @@ import hashlib
 import hmac
 import os
 import secrets as _random
+import stat
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,6 +20,8 @@ from harness.errors import TrustFailure
 MIN_SECRET_BYTES = 32
 ENV_SECRET = "HARNESS_SECRET"
 ENV_SECRET_FILE = "HARNESS_SECRET_FILE"
+# `harness run --jobs` hands its children the secret through a pipe: this names its fd.
+ENV_SECRET_FD = "HARNESS_SECRET_FD"
 
 
 def default_secret_file(env: Mapping[str, str]) -> Path:
@@ -86,6 +89,65 @@ def make_undumpable() -> None:
 
 
 _PR_SET_DUMPABLE = 4
+# The variables the CLI takes out of its own environment first thing (take_from_environment).
+HELD = (ENV_SECRET, ENV_SECRET_FILE, "HARNESS_KEY_PASSPHRASE")
+
+
+def take_from_environment(names: tuple[str, ...] = HELD) -> dict[str, str]:
+    """The CLI's first act (harness.cli.main): hold `names` in memory only.
+
+    Makes this process undumpable, removes the names from os.environ (and so from libc's
+    environ: no child inherits them by default), and blanks each `NAME=value` entry in the
+    start-up environment block, the bytes /proc/<pid>/environ shows for the process's whole
+    life, which removing a variable from os.environ leaves as it was. What remains is the
+    window from exec to this call (docs/guide/threat-model.md)."""
+    make_undumpable()
+    held = {name: os.environ.pop(name) for name in names if name in os.environ}
+    if held:
+        _blank_startup_environment(held)
+    fd = os.environ.pop(ENV_SECRET_FD, None)
+    if fd is not None and ENV_SECRET not in held:
+        piped = _read_pipe(fd)
+        if piped:
+            held[ENV_SECRET] = piped
+    return held
+
+
+def _read_pipe(fd_text: str) -> str:
+    """The secret a parent `harness run --jobs` wrote to the pipe `fd_text` names, or ""
+    (then the secret is looked for as if none was handed over)."""
+    try:
+        fd = int(fd_text)
+        if fd < 3 or not stat.S_ISFIFO(os.fstat(fd).st_mode):
+            return ""
+        with os.fdopen(fd, "rb") as pipe:
+            return pipe.read(64 * 1024).decode("utf-8", "replace")
+    except (ValueError, OSError):
+        return ""
+
+
+def _blank_startup_environment(names: Iterable[str]) -> None:
+    """Overwrite with NULs every entry of this process's start-up environment block named
+    in `names`. Linux only; where /proc/self/stat does not name the block, nothing."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        stat = Path("/proc/self/stat").read_text()
+        # Fields 50 and 51 (1-based) are env_start and env_end; the list starts at field 3.
+        fields = stat[stat.rindex(")") + 2 :].split()
+        start, end = int(fields[47]), int(fields[48])
+    except (OSError, ValueError, IndexError):
+        return
+    if not 0 < start < end:
+        return
+    import ctypes
+
+    prefixes = tuple(os.fsencode(name) + b"=" for name in names)
+    offset = 0
+    for entry in ctypes.string_at(start, end - start).split(b"\0"):
+        if entry.startswith(prefixes):
+            ctypes.memset(start + offset, 0, len(entry))
+        offset += len(entry) + 1
 
 
 def load_secret(env: Mapping[str, str], repo_root: Path | None = None) -> Secret:

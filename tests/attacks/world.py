@@ -148,13 +148,17 @@ def make_keys(folder: Path) -> Keys:
     return Keys(owner, mallory, ecdsa)
 
 
+BASE_GITIGNORE = "__pycache__/\n/.harness/worktrees/\n*.local.sh\n"
+
+
 def build_world(home: Path) -> World:
     """The base world of the module docstring, made through the real CLI."""
     keys = make_keys(home.parent / f"{home.name}-keys")
     goals = {g: attack_goal(g) for g in ("g2", "g3", "g4")}
     goals["g4"]["budget"] = {"max_iterations": 1}
     goals["g2"]["ship"] = {"run": [sys.executable, "-c", SHIP]}
-    files = {BUILD_SCRIPT: ATTACK_AGENT}
+    # `*.local.sh`: an ignore rule the repository already has (agent-ignored-script).
+    files = {BUILD_SCRIPT: ATTACK_AGENT, ".gitignore": BASE_GITIGNORE}
     files |= {f"goals/{g}.yaml": yaml.safe_dump(goal, sort_keys=False) for g, goal in goals.items()}
     repo = ManagedRepo.create(home / "repo", keys.owner, goal=attack_goal("g1"), files=files)
     world = World(home, keys, repo.env)

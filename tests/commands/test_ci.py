@@ -225,18 +225,19 @@ def test_workflow_steps_run_a_goal_and_push_it(managed: ManagedFactory, tmp_path
     assert "g1 completed step=- iteration=1" in summary.read_text()
 
 
-# A build that looks for the secret in every process environment it can read.
+# A build that looks for the secret in every process environment and command line it can read.
 SCANNING_AGENT = """
 import os, pathlib
 counters = pathlib.Path(os.environ["TEST_COUNTER_DIR"])
 secret = (counters / "secret-value").read_bytes().strip()
 hits = []
 for proc in pathlib.Path("/proc").iterdir():
-    try:
-        if proc.name.isdigit() and secret in (proc / "environ").read_bytes():
-            hits.append((proc / "comm").read_text().strip())
-    except OSError:
-        pass
+    for part in ("environ", "cmdline"):
+        try:
+            if proc.name.isdigit() and secret in (proc / part).read_bytes():
+                hits.append((proc / "comm").read_text().strip())
+        except OSError:
+            pass
 (counters / "environ-hits.txt").write_text("\\n".join(sorted(hits)))
 pathlib.Path("value.txt").write_text("right\\n")
 """
@@ -376,8 +377,9 @@ def test_cron_line_has_five_time_fields_and_runs_harness(repo: Path, tmp_path: P
     words = shlex.split(fields[5])
     assert words[:3] == ["cd", str(repo), "&&"]
     assert words[3] == f"HARNESS_SECRET_FILE={secret_file}"
-    assert Path(words[4]).is_absolute() and Path(words[4]).name == "harness"
-    assert words[5:] == ["run", ">>", str(repo / ".git" / "harness" / "cron.log"), "2>&1"]
+    assert words[4] == "exec"  # no shell stays alive as the harness's parent
+    assert Path(words[5]).is_absolute() and Path(words[5]).name == "harness"
+    assert words[6:] == ["run", ">>", str(repo / ".git" / "harness" / "cron.log"), "2>&1"]
 
 
 def test_cron_uses_the_default_secret_file(repo: Path, tmp_path: Path) -> None:

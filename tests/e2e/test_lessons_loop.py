@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 
 from tests.managed import ManagedFactory, base_goal, git
 
@@ -25,8 +26,6 @@ if it >= 2 and "NOTES.txt" in open(os.environ["HARNESS_PROMPT_FILE"]).read():
 
 
 def test_lesson_is_given_recorded_and_its_check_gates_done(managed: ManagedFactory) -> None:
-    import sys
-
     goal = base_goal() | {"build": {"run": [sys.executable, "notes_agent.py"]}}
     repo = managed(goal=goal, files={"lessons/notes.yaml": LESSON, "notes_agent.py": AGENT_NOTES})
     out = repo.harness("run", check=0).stdout
@@ -50,3 +49,54 @@ def test_a_bad_lesson_file_is_exit_2_before_any_step(managed: ManagedFactory) ->
     git(repo.root, "rm", "-q", "lessons/bad.yaml")
     git(repo.root, "commit", "-qm", "drop the bad lesson")
     repo.harness("run", check=0)
+
+
+def _lesson_checking_with(code: str) -> str:
+    """A lesson every build of the base goal is given, whose check runs `code`."""
+    return (
+        "version: 1\nwhen:\n  keywords: [value]\ntext: |\n  Keep the value right.\n"
+        f"check:\n  run: [{json.dumps(sys.executable)}, -c, {json.dumps(code)}]\n"
+    )
+
+
+def test_a_lesson_check_that_writes_the_worktree_is_a_read_only_violation(
+    managed: ManagedFactory,
+) -> None:
+    lesson = _lesson_checking_with("open('sneaky.txt', 'w').write('x')")
+    repo = managed(files={"lessons/sneaky.yaml": lesson})
+    repo.harness("run", check=0)
+    status = repo.status()
+    assert (status["status"], status["gate"]) == ("needs_attention", "read_only_violation")
+    detail = json.loads((repo.worktree / "ledger/g1/state.json").read_text())["gate_detail"]
+    assert detail == "the lesson check of sneaky is read-only but changed: sneaky.txt"
+
+
+def test_a_link_a_lesson_check_plants_in_the_ledger_never_receives_a_byte(
+    managed: ManagedFactory,
+) -> None:
+    outside = "pathlib.Path(os.environ['TEST_COUNTER_DIR'], 'outside.txt')"
+    code = (
+        "import os, pathlib; p = pathlib.Path('ledger/g1/events/000001.jsonl'); "
+        f"{outside}.write_bytes(p.read_bytes()); p.unlink(); p.symlink_to({outside})"
+    )
+    repo = managed(files={"lessons/link.yaml": _lesson_checking_with(code)})
+    repo.harness("run", check=0)
+    status = repo.status()
+    assert (status["status"], status["gate"]) == ("needs_attention", "tamper")
+    segment = repo.worktree / "ledger/g1/events/000001.jsonl"
+    assert not segment.is_symlink()
+    outside_file = repo.counters / "outside.txt"
+    assert outside_file.read_bytes() in segment.read_bytes()
+    assert b"lesson.checked" not in outside_file.read_bytes()
+    repo.harness("verify", "g1", check=0)
+
+
+def test_a_lesson_check_that_changes_git_config_is_tamper(managed: ManagedFactory) -> None:
+    code = "import subprocess; subprocess.run(['git', 'config', 'alias.sneaky', '!true'])"
+    repo = managed(files={"lessons/config.yaml": _lesson_checking_with(code)})
+    repo.harness("run", check=0)
+    status = repo.status()
+    assert (status["status"], status["gate"]) == ("needs_attention", "tamper")
+    detail = json.loads((repo.worktree / "ledger/g1/state.json").read_text())["gate_detail"]
+    assert detail.startswith("the lesson check of config changed git configuration: ")
+    assert "sneaky" not in (repo.root / ".git" / "config").read_text()

@@ -137,3 +137,28 @@ def unseen_changes(wt: Worktree, paths: Sequence[str]) -> list[FileChange]:
         lines = () if binary else tuple(enumerate(data.decode("utf-8", "replace").splitlines(), 1))
         changes.append(FileChange(path, "A", lines, (), binary))
     return changes
+
+
+def hidden_by_new_rules(wt: Worktree, base: str, paths: Sequence[str]) -> list[str]:
+    """Of `paths` (new ignored files), each one hidden by an ignore rule added since `base`:
+    the rule git names for it (`check-ignore -v`) is a line of a tracked ignore file whose
+    version at `base` lacks that line. `path (source:line: pattern)` for each. Rules in
+    `.git/info/exclude` and the user's excludes are watched as git configuration instead."""
+    files = [p for p in paths if not p.endswith("/")]
+    if not files:
+        return []
+    given = "".join(f"{p}\0" for p in files).encode()
+    args = ["check-ignore", "-v", "-z", "--stdin"]
+    out = run_git(args, wt.path, input=given, check=False).stdout
+    fields = out.decode("utf-8", "replace").split("\0")
+    found = []
+    for source, line, pattern, path in zip(*[iter(fields)] * 4, strict=False):
+        if source.startswith((".git/", "/")) or not line.isdigit():
+            continue
+        before = run_git(["show", f"{base}:{source}"], wt.path, check=False)
+        old = (
+            before.stdout.decode("utf-8", "replace").splitlines() if before.returncode == 0 else []
+        )
+        if pattern not in (x.strip() for x in old):
+            found.append(f"{path} ({source}:{line}: {pattern})")
+    return found
