@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.test_sandbox import _events, _snapshot, needs_bwrap
+from tests.eventdata import ledger_problems
 from tests.managed import Key as OwnerKey
 from tests.managed import ManagedRepo, base_goal
 
@@ -96,6 +97,7 @@ def test_a_step_without_network_cannot_reach_it(
     # the judge (network not named) is recorded as sharing the network
     [judge] = [e for e in _events(repo) if e["type"] == "step.started" and e["step"] == "judge"]
     assert "network" not in judge["data"]  # type: ignore[operator]
+    assert ledger_problems(repo.root) == []  # the key is declared event data
 
 
 def test_without_the_sandbox_a_step_without_network_refuses(
