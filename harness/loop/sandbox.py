@@ -179,9 +179,8 @@ class Place:
         return self.homes() / self.goal_id
 
     def homes(self) -> Path:
-        state = self.env.get("XDG_STATE_HOME") or str(_real_home(self.env) / ".local" / "state")
         digest = hashlib.sha256(os.fsencode(self.common_dir.resolve())).hexdigest()[:16]
-        return Path(state) / "goal-harness" / "homes" / digest
+        return homes_root(self.env) / digest
 
     def hidden(self) -> list[Path]:
         homes = {_real_home(self.env), Path(pwd.getpwuid(os.getuid()).pw_dir)}
@@ -221,6 +220,17 @@ class Place:
                     f"{text!r} would let a step see or write {kept}",
                     "a path outside the repository, ~/.ssh, ~/.gnupg and the secret's folder",
                 )
+
+
+def homes_root(env: Mapping[str, str]) -> Path:
+    """Where every repository's per-goal homes are kept on this runner."""
+    state = env.get("XDG_STATE_HOME") or str(_real_home(env) / ".local" / "state")
+    return Path(state) / "goal-harness" / "homes"
+
+
+def bind_sources(binds: Sequence[str], env: Mapping[str, str]) -> list[Path]:
+    """Each `sandbox_binds` entry as the runner's path (a `~/` path in the runner's home)."""
+    return [_real_home(env) / text[2:] if text.startswith("~/") else Path(text) for text in binds]
 
 
 def _real_home(env: Mapping[str, str]) -> Path:
