@@ -89,8 +89,12 @@ def test_a_step_without_network_cannot_reach_it(
     tmp_path: Path, owner_key: OwnerKey, local_server: str
 ) -> None:
     repo = _repo(tmp_path, owner_key, local_server, False, "required")
-    repo.harness("run", check=0)
+    run = repo.harness("run", check=0)
     assert (repo.worktree / "value.txt").read_text() == "offline\n"
+    # the run's own line and the replay say so; the judge shares the network
+    assert " build[1] started (network off)\n" in run.stdout
+    assert " judge[1] started\n" in run.stdout
+    assert repo.harness("replay", "g1", check=0).stdout == run.stdout
     assert repo.status()["gate"] == "budget_exhausted"
     started = _build_started(repo)
     assert (started["sandbox"], started["network"]) == ("bwrap", "off")
