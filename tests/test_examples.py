@@ -7,7 +7,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+import yaml
+
 from harness.commands.demo import DEMO_SECRET, GOAL_ID
+from tests.agents.templates import template_goal
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -58,3 +62,17 @@ def test_example_ledger_refuses_another_secret() -> None:
         text=True,
     )
     assert proc.returncode == 3 and "MAC does not match" in proc.stdout
+
+
+@pytest.mark.parametrize("agent", ["claude", "codex", "aider"])
+def test_example_goals_run_the_templates_command(agent: str) -> None:
+    """goals/example-<agent>.yaml runs what `harness new --agent <agent>` writes (aider's
+    with the files to edit added at the end)."""
+    template = template_goal(agent)["build"]["run"]
+    example = yaml.safe_load((ROOT / "goals" / f"example-{agent}.yaml").read_text())
+    run = example["build"]["run"]
+    if isinstance(template, list):
+        assert run[:2] == template[:2] == ["sh", "-c"]
+        assert run[2] == template[2] or run[2].startswith(template[2] + " "), run[2]
+    else:
+        assert run == template

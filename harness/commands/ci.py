@@ -17,7 +17,8 @@ from typing import TextIO
 
 from harness.errors import InvalidInput
 from harness.loop.control import CONFIG_PATH
-from harness.model.config import parse_config
+from harness.loop.sandbox import bind_sources, homes_root
+from harness.model.config import Config, parse_config
 from harness.store.fsutil import atomic_write
 from harness.store.gitrepo import Repo
 from harness.trust.secret import ENV_SECRET_FILE, default_secret_file
@@ -85,7 +86,7 @@ def ci_systemd(
     env = os.environ if env is None else env
     repo = Repo.discover(cwd)
     units = {
-        SERVICE_NAME: systemd_service(repo, _secret_file(env), harness_command()),
+        SERVICE_NAME: systemd_service(repo, _secret_file(env), harness_command(), env),
         TIMER_NAME: systemd_timer(repo.root, every_minutes),
     }
     if directory is None:
@@ -130,9 +131,13 @@ def _secret_file(env: Mapping[str, str]) -> Path:
     return Path(named).expanduser().absolute() if named else default_secret_file(env).absolute()
 
 
-def _branch_prefix(root: Path) -> str:
+def _config(root: Path) -> Config:
     path = root / CONFIG_PATH
-    return parse_config(path.read_bytes() if path.is_file() else None, CONFIG_PATH).branch_prefix
+    return parse_config(path.read_bytes() if path.is_file() else None, CONFIG_PATH)
+
+
+def _branch_prefix(root: Path) -> str:
+    return _config(root).branch_prefix
 
 
 def schedule(every_minutes: int) -> tuple[str, str]:
@@ -294,16 +299,25 @@ def _cron_safe(path: Path) -> None:
 # --- systemd ----------------------------------------------------------------------------
 
 
-def systemd_service(repo: Repo, secret_file: Path, command: list[str]) -> str:
+def systemd_service(
+    repo: Repo, secret_file: Path, command: list[str], env: Mapping[str, str]
+) -> str:
+    """The service. Writable: the repository (and its .git), the per-goal homes the sandbox
+    gives each goal's steps (made here: a ReadWritePaths entry must exist), and each of the
+    config's `sandbox_binds` (`-`: left out while missing, as the sandbox's --bind-try)."""
     root = repo.root
     writable = [root] if repo.common_dir.is_relative_to(root) else [root, repo.common_dir]
-    for path in (*writable, secret_file, *map(Path, command)):
+    homes = homes_root(env)
+    writable.append(homes)
+    binds = bind_sources(_config(root).sandbox_binds, env)
+    for path in (*writable, *binds, secret_file, *map(Path, command)):
         _systemd_safe(path)
+    homes.mkdir(parents=True, exist_ok=True, mode=0o700)
     return _SERVICE.format(
         root=root,
         secret_file=secret_file,
         exec_start=" ".join([*command, "run"]),
-        writable=" ".join(map(str, writable)),
+        writable=" ".join([*map(str, writable), *(f"-{path}" for path in binds)]),
         secret_env=ENV_SECRET_FILE,
     )
 
@@ -324,8 +338,9 @@ def _systemd_safe(path: Path) -> None:
 
 
 # ProtectSystem=strict makes the whole file system read-only for the run, home included;
-# ReadWritePaths gives back the repository (worktrees, ledger, locks in .git). An agent
-# that keeps state elsewhere needs that folder added too.
+# ReadWritePaths gives back the repository (worktrees, ledger, locks in .git), the goals'
+# homes and the sandbox's binds. Every option here leaves bwrap (the sandbox every step
+# runs in) working: docs/guide/scheduling.md says which options would not, and why.
 _SERVICE = """\
 # goal-harness for {root} (made by `harness ci systemd`)
 [Unit]
@@ -340,11 +355,14 @@ ExecStart={exec_start}
 SuccessExitStatus=4
 # A run lasts as long as its steps; each step has its own timeout in the goal file.
 TimeoutStartSec=infinity
-# Hardening that leaves git and the harness working. The file system is read-only apart
-# from the paths below: add any folder your agent writes to, e.g. %h/.cache.
+# Hardening that leaves git, the harness and its bubblewrap sandbox working. The file
+# system is read-only apart from the paths below: the repository, the goals' homes, the
+# config's sandbox_binds. No RestrictNamespaces= or SystemCallFilter=: the sandbox makes
+# user, mount, PID, IPC and network namespaces and mounts its own /proc.
 NoNewPrivileges=yes
 PrivateTmp=yes
 ProtectSystem=strict
+ProtectHome=read-only
 ReadWritePaths={writable}
 RestrictSUIDSGID=yes
 LockPersonality=yes

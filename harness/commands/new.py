@@ -75,9 +75,11 @@ AGENTS: dict[str, tuple[str, str, str]] = {
     "aider": (
         # No URL fetching, installs, update checks, release notes, analytics or commits, and
         # no .aider* file in the worktree (history to /dev/null; no repo map, no tag cache).
+        # --no-git: .git is read-only in the sandbox, and aider writes .git/config at start
+        # (its git identity); the harness commits each step itself.
         _shell(
             'exec aider --message-file "$HARNESS_PROMPT_FILE"',
-            "--yes-always --no-auto-commits --no-dirty-commits --no-gitignore",
+            "--yes-always --no-git --no-auto-commits --no-dirty-commits --no-gitignore",
             "--chat-history-file /dev/null --input-history-file /dev/null --map-tokens 0",
             "--no-detect-urls --disable-playwright --no-check-update --no-show-release-notes",
             "--no-analytics --no-suggest-shell-commands --no-show-model-warnings",

@@ -15,7 +15,7 @@ from harness.loop.control import Control
 from harness.loop.controller import GoalRunner
 from harness.loop.guards import ChildRecord
 from harness.loop.lessons import Lesson
-from harness.loop.sandbox import Place, resolve
+from harness.loop.sandbox import Place, offline_refusal, resolve
 from harness.model.goal import Goal
 from harness.record.cell import Cell
 from harness.record.events import TERMINAL, WAITING
@@ -25,6 +25,21 @@ from harness.store.gitrepo import Repo, Worktree
 from harness.store.worktree import ensure_worktree, open_worktree
 from harness.trust.approvals import SignedRecord, Verdict, verify_record
 from harness.trust.decisions import find_decision
+
+
+def _containable_goal(repo: Repo, ctx: RunContext, goal_id: str) -> Goal:
+    """The goal, once its steps can be contained as the config and the goal file say:
+    `sandbox: required` and no working bwrap (exit 3), a bind that would show what a step
+    must not see (exit 2), a `network: false` step with no sandbox to cut it off (exit 3)
+    are refused before anything is written."""
+    control = ctx.control
+    sandbox = resolve(control.config.sandbox, ctx.base_env)
+    Place.of(repo, goal_id, ctx.base_env, control.config.sandbox_binds).bind_pairs()
+    goal = control.goal(goal_id, control.principals())
+    refusal = offline_refusal(sandbox, goal.offline_steps(), goal.source)
+    if refusal is not None:
+        raise refusal
+    return goal
 
 
 def advance_goal(
@@ -37,11 +52,7 @@ def advance_goal(
     once); they are checked exactly like the committed ones.
     """
     control = ctx.control
-    # `sandbox: required` and no working bwrap (exit 3), or a bind that would show what a
-    # step must not see (exit 2): refused before anything is written.
-    resolve(control.config.sandbox, ctx.base_env)
-    Place.of(repo, goal_id, ctx.base_env, control.config.sandbox_binds).bind_pairs()
-    goal = control.goal(goal_id, control.principals())
+    goal = _containable_goal(repo, ctx, goal_id)
     lessons = control.lessons()
     verdict = _verdict(control, goal)
     # A run that died here may have left its step's processes and git's index.lock behind.

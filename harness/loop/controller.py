@@ -333,6 +333,8 @@ class GoalRunner(Crossing):
             "lease_until": later(self.ctx.clock.now(), lease),
             "sandbox": self.sandbox.containment,
         }
+        if not self.spec(step).network:
+            data["network"] = "off"  # (sandbox.md, "Network")
         self.given = self.lessons_for_build() if step == "build" else ()
         if self.given:
             data["lessons"] = [lesson.as_ref() for lesson in self.given]
@@ -429,7 +431,7 @@ class GoalRunner(Crossing):
         try:
             if step == "ship":  # exactly the signed commit, never the worktree an agent touched
                 cwd = self.ship_checkout(scratch / "checkout")
-            with self.contained(step, spec.run, env, scratch, work=cwd) as box:
+            with self.contained(step, spec.run, env, scratch, cwd, spec.network) as box:
                 meter = self.meter(box.records_env) if step == "build" else None
                 result = run_step(
                     box.argv,
@@ -462,6 +464,7 @@ class GoalRunner(Crossing):
         env: dict[str, str],
         scratch: Path | None = None,
         work: Path | None = None,
+        network: bool = True,
     ) -> contextlib.AbstractContextManager[Contained]:
         """Only a build writes the worktree; every other step works on a throw-away copy,
         from which the judge's JUnit file is copied back. `work` is the folder the step runs
@@ -475,7 +478,14 @@ class GoalRunner(Crossing):
         junit = self.goal.judge.junit
         keep = (junit,) if step == "judge" and junit else ()
         return contain(
-            self.sandbox, place, argv, env, writable=step == "build", scratch=scratch, keep=keep
+            self.sandbox,
+            place,
+            argv,
+            env,
+            writable=step == "build",
+            scratch=scratch,
+            keep=keep,
+            network=network,
         )
 
     def ship_checkout(self, path: Path) -> Path:

@@ -106,6 +106,18 @@ def notice(configured: SandboxMode | None, env: Mapping[str, str]) -> str | None
     return None if sandbox.on or sandbox.mode == "off" else sandbox.describe()
 
 
+def offline_refusal(sandbox: Sandbox, offline: Sequence[str], source: str) -> TrustFailure | None:
+    """A goal with steps that say `network: false` cannot run them uncontained: bare, the
+    step would have the network the goal said it must not have."""
+    if sandbox.on or not offline:
+        return None
+    keys = ", ".join(f"{step}.network" for step in offline)
+    fix = "name sandbox: auto or required in .harness/config.yaml" if sandbox.mode == "off" else FIX
+    return TrustFailure(
+        f"{source}: {keys}: false needs the sandbox, but {sandbox.describe()}; {fix}"
+    )
+
+
 @functools.cache
 def probe(bwrap: str) -> str | None:
     """None when `bwrap` can make the namespaces a step needs, else what went wrong."""
@@ -167,9 +179,8 @@ class Place:
         return self.homes() / self.goal_id
 
     def homes(self) -> Path:
-        state = self.env.get("XDG_STATE_HOME") or str(_real_home(self.env) / ".local" / "state")
         digest = hashlib.sha256(os.fsencode(self.common_dir.resolve())).hexdigest()[:16]
-        return Path(state) / "goal-harness" / "homes" / digest
+        return homes_root(self.env) / digest
 
     def hidden(self) -> list[Path]:
         homes = {_real_home(self.env), Path(pwd.getpwuid(os.getuid()).pw_dir)}
@@ -211,6 +222,17 @@ class Place:
                 )
 
 
+def homes_root(env: Mapping[str, str]) -> Path:
+    """Where every repository's per-goal homes are kept on this runner."""
+    state = env.get("XDG_STATE_HOME") or str(_real_home(env) / ".local" / "state")
+    return Path(state) / "goal-harness" / "homes"
+
+
+def bind_sources(binds: Sequence[str], env: Mapping[str, str]) -> list[Path]:
+    """Each `sandbox_binds` entry as the runner's path (a `~/` path in the runner's home)."""
+    return [_real_home(env) / text[2:] if text.startswith("~/") else Path(text) for text in binds]
+
+
 def _real_home(env: Mapping[str, str]) -> Path:
     return Path(env.get("HOME") or pwd.getpwuid(os.getuid()).pw_dir).expanduser()
 
@@ -240,12 +262,14 @@ def bwrap_argv(
     *,
     work: Path,
     scratch: Path | None,
+    network: bool = True,
 ) -> list[str]:
     """`argv` under bwrap: `work` (the worktree itself or a throw-away copy) is mounted
-    writable at the worktree's path; everything else as the module docstring says."""
+    writable at the worktree's path; everything else as the module docstring says. Without
+    `network`, the step has a network namespace of its own (only its own loopback)."""
     worktree = os.fspath(place.worktree.resolve())
     home = place.home()
-    args = [bwrap, *_base_args()]
+    args = [bwrap, *_base_args(), *([] if network else ["--unshare-net"])]
     # The repository, or the Python the harness runs from (a venv a step's `python` may be),
     # may be under /tmp, which the tmpfs hides: show them again, read-only.
     for shown in dict.fromkeys([place.repo_root.resolve(), place.common_dir.resolve()]):
@@ -310,11 +334,14 @@ def contain(
     writable: bool,
     scratch: Path | None = None,
     keep: Sequence[str] = (),
+    network: bool = True,
 ) -> Iterator[Contained]:
     """The step's argv and env, contained when the sandbox is on. A read-only step works on
     a copy of the worktree, deleted afterwards; the files named in `keep` (a JUnit report)
     are copied back into the worktree first, so the harness reads them where it always has."""
     if not sandbox.on:
+        if not network:  # refused before the run by offline_refusal; never run it bare
+            raise TrustFailure(f"a step without network cannot run: {sandbox.describe()}")
         yield Contained(list(argv), dict(env))
         return
     assert sandbox.bwrap is not None
@@ -323,7 +350,7 @@ def contain(
     layer = None if writable else _copy_worktree(place.worktree)
     work = place.worktree if layer is None else layer
     try:
-        full = bwrap_argv(sandbox.bwrap, place, argv, work=work, scratch=scratch)
+        full = bwrap_argv(sandbox.bwrap, place, argv, work=work, scratch=scratch, network=network)
         yield Contained(full, contained_env(env, place), layer, _host_env(place, env))
         if layer is not None:
             for rel in keep:

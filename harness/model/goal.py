@@ -32,6 +32,7 @@ SCHEMA = "goal.schema.json"
 class StepSpec:
     run: tuple[str, ...]
     timeout_s: int
+    network: bool = True  # false: no network inside the sandbox (bwrap --unshare-net)
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,7 @@ class BuildSpec:
     run: tuple[str, ...]
     timeout_s: int
     format: str
+    network: bool = True
 
 
 @dataclass(frozen=True)
@@ -46,6 +48,7 @@ class JudgeSpec:
     run: tuple[str, ...]
     timeout_s: int
     junit: str | None
+    network: bool = True
 
 
 @dataclass(frozen=True)
@@ -63,6 +66,12 @@ class Goal:
     expect_files: tuple[str, ...]
     sha256: str  # hex SHA-256 of the exact file bytes: what an approval signs
     source: str  # the path used in messages, e.g. "goals/fix-login.yaml"
+
+    def offline_steps(self) -> list[str]:
+        """The steps the goal file says run without network (`network: false`)."""
+        steps = {"plan": self.plan, "build": self.build, "judge": self.judge}
+        steps |= {"review": self.review, "ship": self.ship}
+        return [name for name, spec in steps.items() if spec is not None and not spec.network]
 
 
 def goal_source(goal_id: str) -> str:
@@ -188,6 +197,7 @@ def _build_spec(raw: Mapping[str, Any], default_timeout: int, source: str) -> Bu
         run=_command(raw["run"], source, "build.run"),
         timeout_s=_timeout(raw, default_timeout, source, "build"),
         format=raw.get("format", "plain"),
+        network=raw.get("network", True),
     )
 
 
@@ -197,6 +207,7 @@ def _judge_spec(raw: Mapping[str, Any], default_timeout: int, source: str) -> Ju
         run=_command(raw["run"], source, "judge.run"),
         timeout_s=_timeout(raw, default_timeout, source, "judge"),
         junit=None if junit is None else _relative_path(junit, source, "judge.junit"),
+        network=raw.get("network", True),
     )
 
 
@@ -206,7 +217,8 @@ def _step_spec(
     if raw is None:
         return None
     run = _command(raw["run"], source, f"{name}.run")
-    return StepSpec(run=run, timeout_s=_timeout(raw, default_timeout, source, name))
+    timeout_s = _timeout(raw, default_timeout, source, name)
+    return StepSpec(run=run, timeout_s=timeout_s, network=raw.get("network", True))
 
 
 def _timeout(raw: Mapping[str, Any], default: int, source: str, step: str) -> int:

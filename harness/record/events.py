@@ -100,6 +100,7 @@ class StepStarted(TypedDict):
     lease_until: NotRequired[str]
     lessons: NotRequired[list[LessonRef]]
     sandbox: NotRequired[Containment]
+    network: NotRequired[Literal["off"]]  # only a step the goal runs without network
 
 
 class LessonChecked(TypedDict):

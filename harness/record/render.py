@@ -71,6 +71,8 @@ def _step_started(event: Event) -> str:
     lessons = event.data.get("lessons")
     given = ", ".join(ref["name"] for ref in lessons) if lessons else ""
     started = f"{event.step}[{event.iteration}] started" + _uncontained(event.data)
+    if event.data.get("network") == "off":
+        started += " (network off)"
     return f"{started} (lessons: {given})" if given else started
 
 

@@ -55,8 +55,25 @@ def _tool_env(tool: str, binary: Path, home: Path, server: ModelServer) -> dict[
     return env | tools.aider_env(home, server, binary)
 
 
+def contained_config(tool: str, tmp_path: Path, home: Path, extra: str = "") -> str:
+    """`.harness/config.yaml` for a run with the sandbox required, binding what a runner
+    binds for the tool (docs/guide/agents/<tool>.md) and the test's counter folder (where
+    its judge counts). Inside, HOME is the goal's own home."""
+    binds = [str(tmp_path / "counters"), *TOOL_BINDS[tool](home)]
+    return f"version: 1\nsandbox: required\nsandbox_binds: {binds}\n{extra}"
+
+
+# claude needs nothing of the runner's home (its key is in the environment); codex its
+# CODEX_HOME (config.toml, sessions); aider its price cache in ~/.aider.
+TOOL_BINDS: dict[str, Callable[[Path], list[str]]] = {
+    "claude": lambda home: [],
+    "codex": lambda home: [str(home / "codex")],
+    "aider": lambda home: ["~/.aider"],
+}
+
+
 def _scenario_factory(
-    tool: str, managed: ManagedFactory, server: ModelServer, home: Path
+    tool: str, managed: ManagedFactory, server: ModelServer, home: Path, tmp_path: Path
 ) -> ScenarioFactory:
     binary = pinned_cli(tool)
 
@@ -67,11 +84,14 @@ def _scenario_factory(
         halt: dict[str, Any] | None = None,
         timeout: str | None = None,
         files: dict[str, str] | None = None,
+        contained: str | None = None,
     ) -> Scenario:
         goal = goal_for(tool, resume=resume, timeout=timeout)
         goal["budget"] |= budget or {}
         goal["halt"] |= halt or {}
         repo_files = {"value.txt": "unset\n", "judge.py": JUDGE_WITH_URL, **(files or {})}
+        if contained is not None:  # the rest of the config, the sandbox required
+            repo_files[".harness/config.yaml"] = contained_config(tool, tmp_path, home, contained)
         repo = managed(goal=goal, files=repo_files)
         repo.env.update(_tool_env(tool, binary, home, server))
         return Scenario(repo, server, home)
@@ -94,15 +114,21 @@ def goal_for(tool: str, *, resume: bool = False, timeout: str | None = None) -> 
 
 
 @pytest.fixture
-def claude(managed: ManagedFactory, server: ModelServer, home: Path) -> ScenarioFactory:
-    return _scenario_factory("claude", managed, server, home)
+def claude(
+    managed: ManagedFactory, server: ModelServer, home: Path, tmp_path: Path
+) -> ScenarioFactory:
+    return _scenario_factory("claude", managed, server, home, tmp_path)
 
 
 @pytest.fixture
-def codex(managed: ManagedFactory, server: ModelServer, home: Path) -> ScenarioFactory:
-    return _scenario_factory("codex", managed, server, home)
+def codex(
+    managed: ManagedFactory, server: ModelServer, home: Path, tmp_path: Path
+) -> ScenarioFactory:
+    return _scenario_factory("codex", managed, server, home, tmp_path)
 
 
 @pytest.fixture
-def aider(managed: ManagedFactory, server: ModelServer, home: Path) -> ScenarioFactory:
-    return _scenario_factory("aider", managed, server, home)
+def aider(
+    managed: ManagedFactory, server: ModelServer, home: Path, tmp_path: Path
+) -> ScenarioFactory:
+    return _scenario_factory("aider", managed, server, home, tmp_path)

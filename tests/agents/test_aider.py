@@ -51,19 +51,22 @@ def test_aider_fixes_on_the_second_try_with_only_the_goal_changed(aider: Scenari
     assert scenario.server.others() == []
 
 
-def test_aider_without_a_git_identity_writes_git_config_and_is_stopped(
-    aider: ScenarioFactory,
-) -> None:
+def test_aider_without_a_git_identity_leaves_git_config_alone(aider: ScenarioFactory) -> None:
+    # Without --no-git, aider with no git identity writes user.name and user.email into
+    # the repository's .git/config (a tamper the harness stops at; in the sandbox a
+    # crash on the read-only .git). The template's --no-git keeps it out of git.
     scenario = aider(budget={"max_iterations": 1})
     (scenario.home / ".gitconfig").unlink()
-    write_then_fix(scenario)
-    scenario.run()
-    status = scenario.repo.status()
-    assert (status["status"], status["gate"]) == ("needs_attention", "tamper")
+    config = (scenario.repo.root / ".git" / "config").read_bytes()
+    scenario.server.script.extend(
+        [say("Setting it.\n\n" + edit("value.txt", "unset\n", "right\n"), CALL)]
+    )
+    run = scenario.run()
+    assert run.returncode == 0, run.stderr
+    assert scenario.repo.status()["status"] == "completed"
     [build] = scenario.builds()
-    assert build["result"] == "tamper"
-    assert build["touched"] == [str(scenario.repo.root / ".git" / "config")]
-    assert "user.name" not in (scenario.repo.root / ".git" / "config").read_text()
+    assert build["changed"] == ["value.txt"]
+    assert (scenario.repo.root / ".git" / "config").read_bytes() == config
 
 
 def test_aider_budget_is_its_printed_cost(aider: ScenarioFactory) -> None:
@@ -122,3 +125,21 @@ def test_aider_editing_a_protected_path_is_caught_as_tamper_and_restored(
         "harness(g1): build 1 started",
         "harness(g1): goal started",
     ]
+
+
+def test_aider_builds_contained(aider: ScenarioFactory) -> None:
+    # The template's build under bubblewrap (`sandbox: required`): .git is read-only
+    # inside, aider does not touch it, the harness commits its edit.
+    scenario = aider(contained="")
+    scenario.server.script.extend(
+        [say("Setting it.\n\n" + edit("value.txt", "unset\n", "right\n"), CALL)]
+    )
+    run = scenario.run()
+    assert run.returncode == 0, run.stderr
+    assert scenario.repo.status()["status"] == "completed", scenario.builds()[0]["output_tail"]
+    assert scenario.on_branch("value.txt") == "right"
+    assert scenario.goal_change() == ["value.txt"]
+    started = [e for e in scenario.events() if e["type"] == "step.started"]
+    assert {e["data"]["sandbox"] for e in started} == {"bwrap"}
+    assert scenario.used()["cost_usd"] == pytest.approx(CALL_USD)
+    assert scenario.server.others() == []

@@ -177,3 +177,19 @@ def test_claude_output_over_one_mib_is_counted_once(claude: ScenarioFactory) -> 
     used = scenario.used()
     assert used["cost_usd"] == pytest.approx(6 * CALL_USD)
     assert used["turns"] == 6
+
+
+def test_claude_builds_contained(claude: ScenarioFactory) -> None:
+    # The template's build under bubblewrap (`sandbox: required`): the edit lands in the
+    # worktree, the spend is counted from what claude printed.
+    scenario = claude(contained="")
+    scenario.server.script.extend(edit(str(scenario.worktree_file), "unset", "right"))
+    run = scenario.run()
+    assert run.returncode == 0, run.stderr
+    assert scenario.repo.status()["status"] == "completed"
+    assert scenario.on_branch("value.txt") == "right"
+    started = [e for e in scenario.events() if e["type"] == "step.started"]
+    assert {e["data"]["sandbox"] for e in started} == {"bwrap"}
+    used = scenario.used()
+    assert (used["cost_usd"], used["turns"]) == (pytest.approx(3 * CALL_USD), 3)
+    assert scenario.server.others() == []

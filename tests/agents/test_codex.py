@@ -171,3 +171,19 @@ def rollout_tokens(home: Path, thread: str) -> list[tuple[int, int, int]]:
     usages = [line["payload"]["usage"] for line in lines if line["type"] == "token_usage_record"]
     keys = ("input_tokens", "cached_input_tokens", "output_tokens")
     return [(u[keys[0]], u[keys[1]], u[keys[2]]) for u in usages]
+
+
+def test_codex_builds_contained(codex: ScenarioFactory) -> None:
+    # The template's build under bubblewrap (`sandbox: required`), its own
+    # `--sandbox workspace-write` nested inside ours; CODEX_HOME bound writable. The patch
+    # lands and the tokens are priced.
+    scenario = codex(contained=PRICES.removeprefix("version: 1\n"))
+    scenario.server.script.extend(edit("unset", "right"))
+    run = scenario.run()
+    assert run.returncode == 0, run.stderr
+    assert scenario.repo.status()["status"] == "completed", scenario.builds()
+    assert scenario.on_branch("value.txt") == "right"
+    started = [e for e in scenario.events() if e["type"] == "step.started"]
+    assert {e["data"]["sandbox"] for e in started} == {"bwrap"}
+    used = scenario.used()
+    assert (used["cost_usd"], used["turns"]) == (pytest.approx(2 * CALL_USD), 1)

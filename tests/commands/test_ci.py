@@ -467,7 +467,7 @@ def test_systemd_units_printed_with_headers(repo: Path, tmp_path: Path) -> None:
 def test_systemd_units_written_parse_with_expected_keys(repo: Path, tmp_path: Path) -> None:
     folder = tmp_path / "units"
     out = io.StringIO()
-    env = {"HARNESS_SECRET_FILE": str(tmp_path / "secret")}
+    env = {"HARNESS_SECRET_FILE": str(tmp_path / "secret")} | _state(tmp_path)
     assert ci_systemd(repo, out, folder, 15, env) == 0
     assert f"wrote {folder / SERVICE_NAME}" in out.getvalue()
     assert out.getvalue().endswith(
@@ -484,15 +484,44 @@ def test_systemd_units_written_parse_with_expected_keys(repo: Path, tmp_path: Pa
         "NoNewPrivileges": "yes",
         "PrivateTmp": "yes",
         "ProtectSystem": "strict",
-        "ReadWritePaths": str(repo),
+        "ProtectHome": "read-only",
+        "ReadWritePaths": f"{repo} {_homes(tmp_path)}",
         "SuccessExitStatus": "4",
     }.items():
         assert service["Service"][key] == value
+    assert _homes(tmp_path).is_dir()  # made: ReadWritePaths of a missing path fails the unit
+    # Nothing that would stop bwrap making its namespaces or mounting its own /proc.
+    for key in service["Service"]:
+        assert not key.startswith(("RestrictNamespaces", "PrivateUsers", "ProtectProc")), key
+        assert not key.startswith(("ProtectKernel", "SystemCallFilter", "PrivateNetwork")), key
     timer = _ini((folder / TIMER_NAME).read_text())
     assert timer["Timer"]["OnCalendar"] == "*:0/15"
     assert timer["Timer"]["Persistent"] == "true"
     assert timer["Timer"]["Unit"] == SERVICE_NAME
     assert timer["Install"]["WantedBy"] == "timers.target"
+
+
+def _state(tmp_path: Path) -> dict[str, str]:
+    return {"XDG_STATE_HOME": str(tmp_path / "state")}
+
+
+def _homes(tmp_path: Path) -> Path:
+    return tmp_path / "state" / "goal-harness" / "homes"
+
+
+def test_systemd_service_can_write_the_sandbox_binds(repo: Path, tmp_path: Path) -> None:
+    (repo / ".harness").mkdir()
+    (repo / ".harness" / "config.yaml").write_text("sandbox_binds: [~/.codex, /var/cache/pip]\n")
+    env = _state(tmp_path) | {"HOME": str(tmp_path / "home")}
+    out = io.StringIO()
+    ci_systemd(repo, out, None, 30, env)
+    service = _ini(_printed_units(out.getvalue())[SERVICE_NAME])["Service"]
+    assert service["ReadWritePaths"].split() == [
+        str(repo),
+        str(_homes(tmp_path)),
+        f"-{tmp_path / 'home' / '.codex'}",
+        "-/var/cache/pip",
+    ]
 
 
 def _systemd_analyze_works(folder: Path) -> bool:
@@ -511,7 +540,13 @@ def test_systemd_accepts_the_units(repo: Path, tmp_path: Path) -> None:
     if not _systemd_analyze_works(tmp_path / "probe"):
         pytest.skip("systemd-analyze verify does not work here")
     folder = tmp_path / "units"
-    ci_systemd(repo, io.StringIO(), folder, 30, {"HARNESS_SECRET_FILE": str(tmp_path / "s")})
+    ci_systemd(
+        repo,
+        io.StringIO(),
+        folder,
+        30,
+        {"HARNESS_SECRET_FILE": str(tmp_path / "s")} | _state(tmp_path),
+    )
     proc = subprocess.run(
         ["systemd-analyze", "verify", str(folder / SERVICE_NAME), str(folder / TIMER_NAME)],
         capture_output=True,
@@ -530,10 +565,10 @@ def test_systemd_refuses_to_overwrite_without_force(repo: Path, tmp_path: Path) 
     folder.mkdir()
     (folder / TIMER_NAME).write_text("mine\n")
     with pytest.raises(InvalidInput, match=r"already exists .*--force"):
-        ci_systemd(repo, io.StringIO(), folder, 30, {})
+        ci_systemd(repo, io.StringIO(), folder, 30, _state(tmp_path))
     assert (folder / TIMER_NAME).read_text() == "mine\n"
     assert not (folder / SERVICE_NAME).exists()
-    assert ci_systemd(repo, io.StringIO(), folder, 30, {}, force=True) == 0
+    assert ci_systemd(repo, io.StringIO(), folder, 30, _state(tmp_path), force=True) == 0
     assert "[Timer]" in (folder / TIMER_NAME).read_text()
 
 
@@ -542,7 +577,7 @@ def test_systemd_refuses_a_path_it_would_split(tmp_path: Path) -> None:
     root.mkdir()
     git(root, "init", "-q", "-b", "main")
     with pytest.raises(InvalidInput, match="cannot hold blanks"):
-        ci_systemd(root, io.StringIO(), None, 30, {})
+        ci_systemd(root, io.StringIO(), None, 30, _state(tmp_path))
 
 
 # --- through the command line (once harness/cli.py wires `harness ci`) -----------------

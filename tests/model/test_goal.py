@@ -255,10 +255,10 @@ def test_budget_as_dict_uses_the_state_cell_names() -> None:
 
 SCHEMA_CASES: list[tuple[dict[str, object], str]] = [
     ({"foo": 1}, f"unknown key 'foo' (expected one of {TOP_KEYS})"),
-    ({"build.foo": 1}, "build: unknown key 'foo' (expected one of run, timeout, format)"),
+    ({"build.foo": 1}, "build: unknown key 'foo' (expected one of run, timeout, format, network)"),
     (
         {"judge.format": "plain"},
-        "judge: unknown key 'format' (expected one of run, timeout, junit)",
+        "judge: unknown key 'format' (expected one of run, timeout, junit, network)",
     ),
     ({"review": {"run": "r", "junit": "x"}}, "review: unknown key 'junit'"),
     ({"budget.max_cost": 1}, "budget: unknown key 'max_cost' (expected one of max_iterations,"),
@@ -276,7 +276,7 @@ SCHEMA_CASES: list[tuple[dict[str, object], str]] = [
     (
         {"judge": DELETE},
         "judge: required key is missing "
-        "(expected the judge step: a mapping with run, and optional timeout and junit)",
+        "(expected the judge step: a mapping with run, and optional timeout, junit and network)",
     ),
     ({"build.run": DELETE}, f"build.run: required key is missing (expected {COMMAND})"),
     ({"review": {"timeout": "5m"}}, "review.run: required key is missing"),

@@ -1,0 +1,63 @@
+"""A ship step under the sandbox pushes the signed gate commit to a real bare remote.
+
+Inside the sandbox `.git` is read-only and so is everything outside the step's copy of the
+signed commit: a push only reads the repository's objects, but the remote it writes must
+be shown writable, a `sandbox_binds` entry (docs/specs/sandbox.md, "Ship")."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.test_sandbox import _events, needs_bwrap
+from tests.managed import Key as OwnerKey
+from tests.managed import ManagedRepo, base_goal, git
+
+
+def _parked(tmp_path: Path, key: OwnerKey, push: list[str], bind_remote: bool) -> ManagedRepo:
+    bare = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(bare)], check=True)
+    binds = [str(tmp_path / "counters"), *([str(bare)] if bind_remote else [])]
+    config = f"sandbox: required\nsandbox_binds: {json.dumps(binds)}\n"
+    goal = base_goal() | {"ship": {"run": push, "timeout": "60s"}}
+    repo = ManagedRepo.create(
+        tmp_path / "repo", key, goal=goal, mode="fix-on-1", files={".harness/config.yaml": config}
+    )
+    git(repo.root, "remote", "add", "origin", str(bare))
+    repo.harness("run", check=0)
+    assert repo.status()["gate"] == "ship"
+    return repo
+
+
+def _gate_commit(repo: ManagedRepo) -> str:
+    return str(json.loads((repo.ledger_dir / "state.json").read_text())["gate_commit"])
+
+
+@needs_bwrap
+@pytest.mark.parametrize("remote", ["path", "origin"])
+def test_a_contained_ship_step_pushes_the_gate_commit(
+    tmp_path: Path, owner_key: OwnerKey, remote: str
+) -> None:
+    target = str(tmp_path / "remote.git") if remote == "path" else "origin"
+    push = ["git", "push", target, "HEAD:refs/heads/feature/g1"]
+    repo = _parked(tmp_path, owner_key, push, bind_remote=True)
+    gate = _gate_commit(repo)
+    proc = repo.harness("ship", "g1", "--key", str(repo.key.private), check=0)
+    assert repo.status()["status"] == "completed", proc.stdout
+    assert git(tmp_path / "remote.git", "rev-parse", "refs/heads/feature/g1") == gate
+    ship = [e for e in _events(repo) if e["type"] == "step.started" and e["step"] == "ship"]
+    assert [e["data"]["sandbox"] for e in ship] == ["bwrap"]  # type: ignore[index]
+
+
+@needs_bwrap
+def test_a_remote_not_bound_is_not_written(tmp_path: Path, owner_key: OwnerKey) -> None:
+    push = ["git", "push", str(tmp_path / "remote.git"), "HEAD:refs/heads/feature/g1"]
+    repo = _parked(tmp_path, owner_key, push, bind_remote=False)
+    repo.harness("ship", "g1", "--key", str(repo.key.private), check=0)
+    assert repo.status()["status"] == "failed"  # the step failed: the remote was not there
+    [ship] = [e for e in _events(repo) if e["type"] == "step.finished" and e["step"] == "ship"]
+    assert ship["data"]["exit_code"] == 128  # type: ignore[index]
+    assert git(tmp_path / "remote.git", "for-each-ref") == ""
