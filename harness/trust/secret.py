@@ -132,9 +132,9 @@ def _blank_startup_environment(names: Iterable[str]) -> None:
     if not sys.platform.startswith("linux"):
         return
     try:
-        stat = Path("/proc/self/stat").read_text()
+        line = Path("/proc/self/stat").read_text()
         # Fields 50 and 51 (1-based) are env_start and env_end; the list starts at field 3.
-        fields = stat[stat.rindex(")") + 2 :].split()
+        fields = line[line.rindex(")") + 2 :].split()
         start, end = int(fields[47]), int(fields[48])
     except (OSError, ValueError, IndexError):
         return
