@@ -23,6 +23,10 @@ from harness.trust.secret import Secret
 PARKED_EXIT = 10
 ATTENTION_EXIT = 11
 BUDGET_KEYS = ("iterations", "seconds", "cost_usd", "turns", "passes")
+# Gates that follow a step's own result: the cell's next step (judge after a tampering
+# build) is where the goal would resume, not where it stopped (docs/specs/cli.md).
+STEP_RESULT_GATES = frozenset({"tamper", "read_only_violation"})
+MOVING = frozenset({"running", "paused", "pending"})
 
 
 def status(
@@ -92,11 +96,12 @@ def _row(
     shown = cell.status
     if shown == "running" and not GoalLock(repo.harness_dir() / "locks", goal_id).held_elsewhere():
         shown = "paused"
+    stopped = shown not in MOVING
     return {
         "id": goal_id,
         "status": shown,
-        "step": cell.step,
-        "iteration": cell.iteration,
+        "step": None if stopped and cell.gate in STEP_RESULT_GATES else cell.step,
+        "iteration": _iteration(cell, stopped),
         "failing_test": cell.failing_test,
         "gate": cell.gate,
         "budget_used": {k: getattr(cell.used, k) for k in BUDGET_KEYS},
@@ -105,6 +110,13 @@ def _row(
         "head": heads.get(branch),
         "unavailable": asdict(cell.unavailable) if cell.unavailable else None,
     }
+
+
+def _iteration(cell: Cell, stopped: bool) -> int:
+    """A stopped goal shows the last round that ran, not the next one it is waiting to
+    start (after `budget_exhausted (iterations 3/3)` that is 3, not 4)."""
+    ran = cell.used.iterations
+    return min(cell.iteration, ran) if stopped and ran >= 1 else cell.iteration
 
 
 def _line(row: Mapping[str, Any]) -> str:
