@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from harness.commands.session import Session, open_session
+from harness.loop.clock import SystemClock
 from harness.loop.control import Control
 from harness.loop.sandbox import notice
 from harness.record.cell import Cell, Unavailable, parse_cell
@@ -18,6 +19,7 @@ from harness.record.visible import one_line
 from harness.store.gitrepo import Repo
 from harness.store.lock import GoalLock
 from harness.store.objects import branch_heads, read_blobs
+from harness.store.remote import runner_id
 from harness.trust.secret import Secret
 
 PARKED_EXIT = 10
@@ -94,7 +96,9 @@ def _row(
     source = f"{branch}:ledger/{goal_id}/state.json"
     cell = parse_cell(data, source, goal_id, key) if data is not None else Cell(goal=goal_id)
     shown = cell.status
-    if shown == "running" and not GoalLock(repo.harness_dir() / "locks", goal_id).held_elsewhere():
+    elsewhere = _elsewhere(repo, cell)
+    locked = GoalLock(repo.harness_dir() / "locks", goal_id).held_elsewhere()
+    if shown == "running" and not locked and elsewhere is None:
         shown = "paused"
     stopped = shown not in MOVING
     return {
@@ -109,7 +113,20 @@ def _row(
         "branch": branch,
         "head": heads.get(branch),
         "unavailable": asdict(cell.unavailable) if cell.unavailable else None,
+        "elsewhere": elsewhere,
     }
+
+
+def _elsewhere(repo: Repo, cell: Cell) -> dict[str, str] | None:
+    """The step another clone started and may still be running (its lease has not run
+    out), as this clone last fetched the branch: that goal is not paused."""
+    flight = cell.in_flight
+    if cell.status != "running" or flight is None or flight.runner in ("", runner_id(repo)):
+        return None
+    if flight.lease_until <= SystemClock().now():
+        return None  # that runner is gone: the next run here takes the step over
+    step = f"{flight.step}[{flight.iteration}]"
+    return {"step": step, "runner": flight.runner, "lease_until": flight.lease_until}
 
 
 def _iteration(cell: Cell, stopped: bool) -> int:
@@ -126,6 +143,12 @@ def _line(row: Mapping[str, Any]) -> str:
         f"{row['id']} {row['status']} step={row['step'] or '-'} iteration={row['iteration']} "
         f"failing={row['failing_test'] or '-'} budget: {budget} gate={row['gate'] or '-'}"
     )
+    elsewhere = row.get("elsewhere")
+    if elsewhere:
+        line += (
+            f" elsewhere: {elsewhere['step']} by {elsewhere['runner']} (lease until "
+            f"{elsewhere['lease_until']}), as last fetched: `git fetch` to see newer"
+        )
     unavailable = row.get("unavailable")
     return f"{line} {unavailable_text(Unavailable(**unavailable))}" if unavailable else line
 
