@@ -349,35 +349,57 @@ _EVERY = click.option(
     "--every",
     "every_minutes",
     type=int,
-    default=30,
-    show_default=True,
+    default=None,
     metavar="MINUTES",
-    help="Minutes between runs: a divisor of 60, or whole hours that divide a day (60 to 1440).",
+    help="Minutes between runs (default 30): a divisor of 60, or whole hours that divide a "
+    "day (60 to 1440; 1440 is daily at 00:00).",
+)
+_AT = click.option(
+    "--at", metavar="HH:MM", help="Run once a day at this time (machine-local), not --every."
+)
+_PUSH = click.option(
+    "--push", "push", metavar="REMOTE", help="Run `harness run --push REMOTE` (several machines)."
 )
 
 
 @ci.command("github")
 @click.option("--force", is_flag=True, help="Replace an existing .github/workflows/harness.yml.")
-def ci_github(force: bool) -> None:
+@click.option(
+    "--schedule",
+    "cron",
+    default="*/30 * * * *",
+    show_default=True,
+    metavar="CRON",
+    help="When GitHub starts the workflow: a 5-field cron expression, UTC.",
+)
+def ci_github(force: bool, cron: str) -> None:
     """Write .github/workflows/harness.yml: every 30 minutes, one run at a time.
 
-    Example: harness ci github && harness secret new --print | gh secret set HARNESS_SECRET
+    Example: harness ci github --schedule '0 2 * * *' && harness secret new --print | gh secret set HARNESS_SECRET
     """
     from harness.commands.ci import ci_github as run_ci_github
 
-    _done(run_ci_github(_cwd(), sys.stdout, force))
+    _done(run_ci_github(_cwd(), sys.stdout, force, cron))
 
 
 @ci.command("cron")
 @_EVERY
-def ci_cron(every_minutes: int) -> None:
-    """Print a crontab entry that runs `harness run` in this repository.
+@_AT
+@_PUSH
+@click.option(
+    "--install",
+    is_flag=True,
+    help="Put the entry into your crontab (crontab -l / crontab -), replacing this "
+    "repository's earlier entry in place.",
+)
+def ci_cron(every_minutes: int | None, at: str | None, push: str | None, install: bool) -> None:
+    """Print a crontab entry that runs `harness run` in this repository, or install it.
 
-    Example: (crontab -l 2>/dev/null; harness ci cron --every 10) | crontab -
+    Example: harness ci cron --at 02:00 --push origin --install
     """
     from harness.commands.ci import ci_cron as run_ci_cron
 
-    _done(run_ci_cron(_cwd(), sys.stdout, every_minutes, _env()))
+    _done(run_ci_cron(_cwd(), sys.stdout, every_minutes, _env(), at=at, push=push, install=install))
 
 
 @ci.command("systemd")
@@ -388,15 +410,27 @@ def ci_cron(every_minutes: int) -> None:
     help="Write the two unit files here (default: print them).",
 )
 @_EVERY
+@_AT
+@_PUSH
 @click.option("--force", is_flag=True, help="Replace unit files that already exist in --dir.")
-def ci_systemd(directory: Path | None, every_minutes: int, force: bool) -> None:
+def ci_systemd(
+    directory: Path | None,
+    every_minutes: int | None,
+    at: str | None,
+    push: str | None,
+    force: bool,
+) -> None:
     """Write goal-harness.service and goal-harness.timer (systemd user units).
 
     Example: harness ci systemd --dir ~/.config/systemd/user --every 30
     """
     from harness.commands.ci import ci_systemd as run_ci_systemd
 
-    _done(run_ci_systemd(_cwd(), sys.stdout, directory, every_minutes, _env(), force))
+    _done(
+        run_ci_systemd(
+            _cwd(), sys.stdout, directory, every_minutes, _env(), force, at=at, push=push
+        )
+    )
 
 
 @cli.command()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TextIO
@@ -13,15 +14,29 @@ from harness.model.goal import check_goal_id, parse_goal
 from harness.store.gitrepo import Repo
 from harness.trust.approvals import append_record
 from harness.trust.owners import principals_for_key
-from harness.trust.sshsig import sign, verify
+from harness.trust.sshsig import Passphrase, sign, verify
 from harness.trust.statement import Statement
 
 PASSPHRASE_ENV = "HARNESS_KEY_PASSPHRASE"
 
 
-def passphrase(env: Mapping[str, str]) -> bytes | None:
+def passphrase(env: Mapping[str, str]) -> Passphrase:
+    """HARNESS_KEY_PASSPHRASE if set; else, when standing at a terminal, a prompt there
+    (asked only if the key is encrypted); else none."""
     value = env.get(PASSPHRASE_ENV)
-    return value.encode() if value else None
+    if value:
+        return value.encode()
+    return _ask if sys.stdin.isatty() else None
+
+
+def _ask() -> bytes | None:
+    import getpass
+
+    try:
+        typed = getpass.getpass("passphrase for the private key: ")
+    except (EOFError, KeyboardInterrupt):
+        return None
+    return typed.encode() if typed else None
 
 
 def approve(cwd: Path, goal_id: str, key: Path, env: Mapping[str, str], out: TextIO) -> int:

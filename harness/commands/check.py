@@ -8,10 +8,17 @@ from functools import partial
 from pathlib import Path
 from typing import TextIO, TypeVar
 
-from harness.errors import HarnessError, InvalidInput
+from harness.errors import HarnessError, InvalidInput, invalid
 from harness.loop.control import CONFIG_PATH, OWNERS_PATH
 from harness.model.config import Config, parse_config
-from harness.model.goal import MAX_GOAL_FILE_BYTES, check_goal_id, goal_source, parse_goal
+from harness.model.goal import (
+    MAX_GOAL_FILE_BYTES,
+    Goal,
+    check_goal_id,
+    goal_source,
+    parse_goal,
+)
+from harness.model.wording import show_value
 from harness.store.gitrepo import Repo
 from harness.trust.approvals import find_run_approval, parse_approval_file
 from harness.trust.owners import Owner, parse_owners
@@ -41,6 +48,26 @@ def check(cwd: Path, goal_ids: list[str], out: TextIO, as_json: bool = False) ->
     if not problems:
         out.write(f"ok: {len(ids)} goal(s), {len(owners or ())} owner key(s)\n")
     return code
+
+
+def _check_scripts(root: Path, goal: Goal) -> None:
+    """An agent step whose command is a relative path (`./agent.sh`, `scripts/agent`) to a
+    file that is not in the checkout would fail at its first run: say so now. A bare word
+    (`claude`, `make`) is looked up on PATH when the step runs, and is not checked here."""
+    for key, spec in (("plan.run", goal.plan), ("build.run", goal.build)):
+        if spec is None:
+            continue
+        first = spec.run[0]
+        if "/" not in first or first.startswith("/"):
+            continue
+        target = (root / first).resolve()
+        if not (target.is_relative_to(root.resolve()) and target.is_file()):
+            raise invalid(
+                goal.source,
+                key,
+                f"{show_value(first)} is not a file in the repository",
+                "a script committed with the goal, an absolute path, or a command on PATH",
+            )
 
 
 def _guard(problems: list[HarnessError], work: Callable[[], T]) -> T | None:
@@ -84,6 +111,7 @@ def _check_goal(
     goal = parse_goal(
         path.read_bytes(), f"goals/{goal_id}.yaml", goal_id, config.defaults, principals
     )
+    _check_scripts(root, goal)
     approval = root / "goals" / f"{goal_id}.approval"
     if not approval.is_file():
         notes.append(

@@ -12,9 +12,11 @@ import shlex
 import shutil
 import sys
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
+from harness.commands.crontab import cron_begin, cron_end, install_cron_block
 from harness.errors import InvalidInput
 from harness.loop.control import CONFIG_PATH
 from harness.loop.sandbox import bind_sources, homes_root
@@ -27,6 +29,7 @@ WORKFLOW_PATH = ".github/workflows/harness.yml"
 SERVICE_NAME = "goal-harness.service"
 TIMER_NAME = "goal-harness.timer"
 DEFAULT_EVERY_MINUTES = 30
+DEFAULT_GITHUB_CRON = "*/30 * * * *"
 # Intervals that repeat evenly: cron's */N and systemd's 0/N restart at each hour (or day),
 # so any other N would give a short gap once an hour.
 MINUTE_STEPS = tuple(n for n in range(1, 60) if 60 % n == 0)
@@ -35,19 +38,25 @@ EVERY_EXPECTED = (
     f"minutes that divide an hour ({', '.join(map(str, MINUTE_STEPS))}) or whole hours that "
     f"divide a day, in minutes ({', '.join(str(h * 60) for h in HOUR_STEPS)})"
 )
+# Where a scheduler's own PATH would find the usual tools; kept after the user's PATH.
+SYSTEM_PATH = ("/usr/local/bin", "/usr/bin", "/bin")
+_AT = re.compile(r"^([01]?\d|2[0-3]):([0-5]\d)$")
+# One cron field for GitHub: numbers, names (MON, JAN), and * / , -.
+_CRON_FIELD = re.compile(r"^[0-9A-Za-z*/,-]+$")
 # systemd splits these values at blanks and treats quotes, backslashes, `$` and `%` specially.
 _SYSTEMD_UNSAFE = re.compile(r"[\s\"'\\$%;\x00-\x1f\x7f]")
 
 
-def ci_github(cwd: Path, out: TextIO, force: bool) -> int:
+def ci_github(cwd: Path, out: TextIO, force: bool, cron: str = DEFAULT_GITHUB_CRON) -> int:
     """Write .github/workflows/harness.yml; refuse to replace one unless `force`."""
     root = Repo.discover(cwd).root
+    _check_github_cron(cron)
     target = root / WORKFLOW_PATH
     if target.exists() and not force:
         raise InvalidInput(
             f"{WORKFLOW_PATH}: already exists (expected no file; pass --force to replace it)"
         )
-    atomic_write(target, github_workflow(_branch_prefix(root)).encode())
+    atomic_write(target, github_workflow(_branch_prefix(root), cron).encode())
     out.write(f"wrote {WORKFLOW_PATH}\n")
     out.write(
         "next: add the repository secret HARNESS_SECRET (a value from "
@@ -56,21 +65,74 @@ def ci_github(cwd: Path, out: TextIO, force: bool) -> int:
     return 0
 
 
+@dataclass(frozen=True)
+class When:
+    """When a scheduler starts `harness run`: the same moment in cron and in systemd."""
+
+    cron: str
+    calendar: str
+    text: str  # "every 10 minutes", "daily at 02:00"
+    option: str  # the generator's option that gives it again: "--every 10", "--at 02:00"
+
+
+def when(every_minutes: int | None, at: str | None) -> When:
+    """`--every MINUTES` (default 30) or `--at HH:MM` (daily, machine-local time)."""
+    if every_minutes is not None and at is not None:
+        raise InvalidInput(f"--at: {at} given with --every (expected one of them, not both)")
+    if at is not None:
+        matched = _AT.match(at)
+        if matched is None:
+            raise InvalidInput(f"--at: {at} (expected a time of day HH:MM, 00:00 to 23:59)")
+        hour, minute = int(matched[1]), int(matched[2])
+        return When(
+            f"{minute} {hour} * * *",
+            f"*-*-* {hour:02}:{minute:02}:00",
+            f"daily at {hour:02}:{minute:02}",
+            f"--at {hour:02}:{minute:02}",
+        )
+    every = DEFAULT_EVERY_MINUTES if every_minutes is None else every_minutes
+    cron, calendar = schedule(every)
+    text = "daily at 00:00" if every == 24 * 60 else f"every {_every_text(every)}"
+    return When(cron, calendar, text, f"--every {every}")
+
+
 def ci_cron(
-    cwd: Path, out: TextIO, every_minutes: int, env: Mapping[str, str] | None = None
+    cwd: Path,
+    out: TextIO,
+    every_minutes: int | None = None,
+    env: Mapping[str, str] | None = None,
+    *,
+    at: str | None = None,
+    push: str | None = None,
+    install: bool = False,
 ) -> int:
-    """Print a crontab entry (with comments) that runs `harness run` in this repository."""
+    """Print the crontab block that runs `harness run` here, or (`install`) put it into
+    the user's crontab, replacing this repository's earlier block in place."""
     env = os.environ if env is None else env
     repo = Repo.discover(cwd)
+    moment = when(every_minutes, at)
     secret_file = _secret_file(env)
-    line = cron_line(repo, every_minutes, secret_file, harness_command())
-    out.write(f"# goal-harness for {repo.root}, every {_every_text(every_minutes)}\n")
-    out.write(
-        f"# install: (crontab -l 2>/dev/null; harness ci cron --every {every_minutes}) | crontab -\n"
-    )
-    if not secret_file.is_file():
-        out.write(f"# note: {secret_file} does not exist yet: run `harness secret new`\n")
-    out.write(line + "\n")
+    command = harness_command()
+    line = cron_line(repo, moment.cron, secret_file, command, path=run_path(env), push=push)
+    again = shlex.join([*command, "ci", "cron", *moment.option.split()])
+    again += f" --push {shlex.quote(push)}" if push else ""
+    block = [
+        cron_begin(repo.root),
+        f"# {moment.text}; install or update: cd {shlex.quote(str(repo.root))} && {again} --install",
+        *(
+            [f"# note: {secret_file} does not exist yet: run `harness secret new`"]
+            if not secret_file.is_file()
+            else []
+        ),
+        line,
+        cron_end(repo.root),
+    ]
+    if not install:
+        out.write("\n".join(block) + "\n")
+        return 0
+    replaced = install_cron_block(repo.root, block)
+    verb = "replaced the earlier entry" if replaced else "added the entry"
+    out.write(f"crontab: {verb} for {repo.root} ({moment.text})\n")
     return 0
 
 
@@ -78,16 +140,21 @@ def ci_systemd(
     cwd: Path,
     out: TextIO,
     directory: Path | None,
-    every_minutes: int,
+    every_minutes: int | None,
     env: Mapping[str, str] | None = None,
     force: bool = False,
+    *,
+    at: str | None = None,
+    push: str | None = None,
 ) -> int:
     """Write goal-harness.service and .timer into `directory`, or print both."""
     env = os.environ if env is None else env
     repo = Repo.discover(cwd)
+    moment = when(every_minutes, at)
+    command = [*harness_command(), "run", *(["--push", push] if push else [])]
     units = {
-        SERVICE_NAME: systemd_service(repo, _secret_file(env), harness_command(), env),
-        TIMER_NAME: systemd_timer(repo.root, every_minutes),
+        SERVICE_NAME: systemd_service(repo, _secret_file(env), command, env),
+        TIMER_NAME: systemd_timer(repo.root, moment),
     }
     if directory is None:
         for name, text in units.items():
@@ -125,6 +192,15 @@ def harness_command() -> list[str]:
     return [sys.executable, "-m", "harness"]
 
 
+def run_path(env: Mapping[str, str]) -> list[str]:
+    """The PATH a scheduled run gets: the bin folder of the Python running this generator
+    (a venv's: its `python` has the project's packages, for a judge's `python -m pytest`),
+    then the absolute entries of PATH here, then the system folders."""
+    entries = [str(Path(sys.executable).parent), *env.get("PATH", "").split(os.pathsep)]
+    kept = [e for e in entries if e and Path(e).is_absolute()]
+    return list(dict.fromkeys([*kept, *SYSTEM_PATH]))
+
+
 def _secret_file(env: Mapping[str, str]) -> Path:
     """The file `harness run` will read: HARNESS_SECRET_FILE if set here, else the default."""
     named = env.get(ENV_SECRET_FILE)
@@ -145,6 +221,8 @@ def schedule(every_minutes: int) -> tuple[str, str]:
     if every_minutes in MINUTE_STEPS:
         return f"*/{every_minutes} * * * *", f"*:0/{every_minutes}"
     hours, rest = divmod(every_minutes, 60)
+    if hours == 24 and rest == 0:  # `0 */24` would be read as "at hour 0 of each day" anyway
+        return "0 0 * * *", "*-*-* 00:00:00"
     if rest == 0 and hours in HOUR_STEPS:
         return f"0 */{hours} * * *", f"0/{hours}:00"
     raise InvalidInput(f"--every: {every_minutes} (expected {EVERY_EXPECTED})")
@@ -158,9 +236,19 @@ def _every_text(every_minutes: int) -> str:
 # --- GitHub Actions ---------------------------------------------------------------------
 
 
-def github_workflow(branch_prefix: str) -> str:
+def github_workflow(branch_prefix: str, cron: str = DEFAULT_GITHUB_CRON) -> str:
     refs = f"refs/heads/{branch_prefix}"
-    return _WORKFLOW.replace("@REFS@", refs).replace("@PREFIX@", branch_prefix)
+    text = _WORKFLOW.replace("@REFS@", refs).replace("@PREFIX@", branch_prefix)
+    return text.replace("@CRON@", cron)
+
+
+def _check_github_cron(cron: str) -> None:
+    fields = cron.split()
+    if len(fields) != 5 or not all(_CRON_FIELD.match(f) for f in fields):
+        raise InvalidInput(
+            f"--schedule: {cron!r} (expected a cron expression of 5 fields, UTC, "
+            "e.g. '0 2 * * *' for 02:00 each day)"
+        )
 
 
 # Written as text, not dumped from a dict, so that the comments reach the reader. The run
@@ -175,7 +263,7 @@ name: goal-harness
 
 on:
   schedule:
-    - cron: "*/30 * * * *"  # every 30 minutes, UTC; GitHub may start scheduled runs late
+    - cron: "@CRON@"  # UTC (`harness ci github --schedule`); GitHub may start runs late
   workflow_dispatch: {}
 
 # One run at a time. A new run waits for the live one rather than cancelling it: a
@@ -267,23 +355,33 @@ jobs:
 # --- cron -------------------------------------------------------------------------------
 
 
-def cron_line(repo: Repo, every_minutes: int, secret_file: Path, command: list[str]) -> str:
-    """One crontab line: cd into the repository, exec the harness, append everything to a
-    log. It names the secret's file, never the secret.
+def cron_line(
+    repo: Repo,
+    when: str,
+    secret_file: Path,
+    command: list[str],
+    *,
+    path: list[str],
+    push: str | None = None,
+) -> str:
+    """One crontab line: cd into the repository, exec the harness with PATH set, append
+    everything to a log. It names the secret's file, never the secret.
 
     No `flock` around it: the harness takes a lock per goal, so a tick that starts while
     a long run is still going skips the busy goal and moves any other goal on.
     """
     # The shell opens the log before harness runs, so its folder must already exist.
     log = repo.harness_dir() / "cron.log"
-    for path in (repo.root, secret_file, log, *map(Path, command)):
-        _cron_safe(path)
-    when, _ = schedule(every_minutes)
-    run = " ".join(shlex.quote(word) for word in [*command, "run"])
+    for item in (repo.root, secret_file, log, *map(Path, command), *map(Path, path)):
+        _cron_safe(item)
+    if push is not None:
+        _cron_safe(Path(push))
+    words = [*command, "run", *(["--push", push] if push else [])]
     # `exec`: cron's shell becomes the harness instead of staying alive as its parent.
     return (
         f"{when} cd {shlex.quote(str(repo.root))} && "
-        f"{ENV_SECRET_FILE}={shlex.quote(str(secret_file))} exec {run} "
+        f"PATH={shlex.quote(os.pathsep.join(path))} "
+        f"{ENV_SECRET_FILE}={shlex.quote(str(secret_file))} exec {shlex.join(words)} "
         f">> {shlex.quote(str(log))} 2>&1"
     )
 
@@ -302,30 +400,32 @@ def _cron_safe(path: Path) -> None:
 def systemd_service(
     repo: Repo, secret_file: Path, command: list[str], env: Mapping[str, str]
 ) -> str:
-    """The service. Writable: the repository (and its .git), the per-goal homes the sandbox
-    gives each goal's steps (made here: a ReadWritePaths entry must exist), and each of the
-    config's `sandbox_binds` (`-`: left out while missing, as the sandbox's --bind-try)."""
+    """The service; `command` is the whole ExecStart (`harness run [--push R]`). Writable:
+    the repository (and its .git), the per-goal homes the sandbox gives each goal's steps
+    (made here: a ReadWritePaths entry must exist), and each of the config's
+    `sandbox_binds` (`-`: left out while missing, as the sandbox's --bind-try)."""
     root = repo.root
     writable = [root] if repo.common_dir.is_relative_to(root) else [root, repo.common_dir]
     homes = homes_root(env)
     writable.append(homes)
     binds = bind_sources(_config(root).sandbox_binds, env)
-    for path in (*writable, *binds, secret_file, *map(Path, command)):
-        _systemd_safe(path)
+    path = run_path(env)
+    for item in (*writable, *binds, secret_file, *map(Path, command), *map(Path, path)):
+        _systemd_safe(item)
     homes.mkdir(parents=True, exist_ok=True, mode=0o700)
     return _SERVICE.format(
         root=root,
         secret_file=secret_file,
-        exec_start=" ".join([*command, "run"]),
-        writable=" ".join([*map(str, writable), *(f"-{path}" for path in binds)]),
+        path=os.pathsep.join(path),
+        exec_start=" ".join(command),
+        writable=" ".join([*map(str, writable), *(f"-{item}" for item in binds)]),
         secret_env=ENV_SECRET_FILE,
     )
 
 
-def systemd_timer(root: Path, every_minutes: int) -> str:
-    _, calendar = schedule(every_minutes)
+def systemd_timer(root: Path, moment: When) -> str:
     return _TIMER.format(
-        root=root, every=_every_text(every_minutes), calendar=calendar, service=SERVICE_NAME
+        root=root, every=moment.text, calendar=moment.calendar, service=SERVICE_NAME
     )
 
 
@@ -350,6 +450,8 @@ Description=goal-harness: advance the approved goals of {root}
 Type=oneshot
 WorkingDirectory={root}
 Environment={secret_env}={secret_file}
+# The PATH of `harness ci systemd`'s user, so steps find the same python and tools.
+Environment=PATH={path}
 ExecStart={exec_start}
 # 4: another process holds every goal; it will be moved on by that process.
 SuccessExitStatus=4
@@ -371,7 +473,7 @@ LockPersonality=yes
 _TIMER = """\
 # goal-harness for {root} (made by `harness ci systemd`)
 [Unit]
-Description=Run goal-harness for {root} every {every}
+Description=Run goal-harness for {root} {every}
 
 [Timer]
 OnCalendar={calendar}

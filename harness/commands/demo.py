@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import sys
 import tempfile
@@ -170,12 +171,17 @@ def demo(directory: Path | None, out: TextIO) -> int:
 
 
 def _next_steps(repo: Path, key_path: Path) -> str:
+    # The harness that runs now, by absolute path: `harness` need not be on PATH (a venv
+    # that was never activated, `python -m harness`).
+    from harness.commands.ci import harness_command
+
+    harness = shlex.join(harness_command())
     return f"""== what a human types next
-cd {repo}
+cd {shlex.quote(str(repo))}
 export HARNESS_SECRET={DEMO_SECRET}
-harness status                      # parked_at_eyes, gate ship
-harness replay {GOAL_ID} --format md  # the same report, from the ledger alone
-harness verify                      # chain, MACs, cell and approval
+{harness} status                      # parked_at_eyes, gate ship
+{harness} replay {GOAL_ID} --format md  # the same report, from the ledger alone
+{harness} verify                      # chain, MACs, cell and approval
 git -C .harness/worktrees/{GOAL_ID} diff main -- calc.py   # read what the agent changed
-harness ship {GOAL_ID} --key {key_path}   # sign the ship decision; only then does ship.py run
+{harness} ship {GOAL_ID} --key {shlex.quote(str(key_path))}   # sign the ship decision; only then does ship.py run
 """

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from harness.commands.session import Session, open_session
+from harness.loop.clock import SystemClock
 from harness.loop.control import Control
 from harness.loop.sandbox import notice
 from harness.record.cell import Cell, Unavailable, parse_cell
@@ -18,11 +19,16 @@ from harness.record.visible import one_line
 from harness.store.gitrepo import Repo
 from harness.store.lock import GoalLock
 from harness.store.objects import branch_heads, read_blobs
+from harness.store.remote import runner_id
 from harness.trust.secret import Secret
 
 PARKED_EXIT = 10
 ATTENTION_EXIT = 11
 BUDGET_KEYS = ("iterations", "seconds", "cost_usd", "turns", "passes")
+# Gates that follow a step's own result: the cell's next step (judge after a tampering
+# build) is where the goal would resume, not where it stopped (docs/specs/cli.md).
+STEP_RESULT_GATES = frozenset({"tamper", "read_only_violation"})
+MOVING = frozenset({"running", "paused", "pending"})
 
 
 def status(
@@ -90,13 +96,16 @@ def _row(
     source = f"{branch}:ledger/{goal_id}/state.json"
     cell = parse_cell(data, source, goal_id, key) if data is not None else Cell(goal=goal_id)
     shown = cell.status
-    if shown == "running" and not GoalLock(repo.harness_dir() / "locks", goal_id).held_elsewhere():
+    elsewhere = _elsewhere(repo, cell)
+    locked = GoalLock(repo.harness_dir() / "locks", goal_id).held_elsewhere()
+    if shown == "running" and not locked and elsewhere is None:
         shown = "paused"
+    stopped = shown not in MOVING
     return {
         "id": goal_id,
         "status": shown,
-        "step": cell.step,
-        "iteration": cell.iteration,
+        "step": None if stopped and cell.gate in STEP_RESULT_GATES else cell.step,
+        "iteration": _iteration(cell, stopped),
         "failing_test": cell.failing_test,
         "gate": cell.gate,
         "budget_used": {k: getattr(cell.used, k) for k in BUDGET_KEYS},
@@ -104,7 +113,27 @@ def _row(
         "branch": branch,
         "head": heads.get(branch),
         "unavailable": asdict(cell.unavailable) if cell.unavailable else None,
+        "elsewhere": elsewhere,
     }
+
+
+def _elsewhere(repo: Repo, cell: Cell) -> dict[str, str] | None:
+    """The step another clone started and may still be running (its lease has not run
+    out), as this clone last fetched the branch: that goal is not paused."""
+    flight = cell.in_flight
+    if cell.status != "running" or flight is None or flight.runner in ("", runner_id(repo)):
+        return None
+    if flight.lease_until <= SystemClock().now():
+        return None  # that runner is gone: the next run here takes the step over
+    step = f"{flight.step}[{flight.iteration}]"
+    return {"step": step, "runner": flight.runner, "lease_until": flight.lease_until}
+
+
+def _iteration(cell: Cell, stopped: bool) -> int:
+    """A stopped goal shows the last round that ran, not the next one it is waiting to
+    start (after `budget_exhausted (iterations 3/3)` that is 3, not 4)."""
+    ran = cell.used.iterations
+    return min(cell.iteration, ran) if stopped and ran >= 1 else cell.iteration
 
 
 def _line(row: Mapping[str, Any]) -> str:
@@ -114,6 +143,12 @@ def _line(row: Mapping[str, Any]) -> str:
         f"{row['id']} {row['status']} step={row['step'] or '-'} iteration={row['iteration']} "
         f"failing={row['failing_test'] or '-'} budget: {budget} gate={row['gate'] or '-'}"
     )
+    elsewhere = row.get("elsewhere")
+    if elsewhere:
+        line += (
+            f" elsewhere: {elsewhere['step']} by {elsewhere['runner']} (lease until "
+            f"{elsewhere['lease_until']}), as last fetched: `git fetch` to see newer"
+        )
     unavailable = row.get("unavailable")
     return f"{line} {unavailable_text(Unavailable(**unavailable))}" if unavailable else line
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from harness.errors import TrustFailure
+from harness.errors import Busy, TrustFailure
 from harness.loop.context import RunContext
 from harness.loop.control import Control
 from harness.loop.controller import GoalRunner
@@ -67,6 +67,26 @@ def advance_goal(
         wt = ensure_worktree(repo, goal_id, control.branch(goal_id), control.commit)
     wt.clear_stale_index_lock()
     runner, bound = _loaded_runner(ctx, goal, verdict, wt, lessons)
+    try:
+        return _move_on(ctx, runner, bound, verdict, extra)
+    except Busy:
+        # Another runner holds or won the goal: what this run recorded is not pushed and
+        # is not pushed, so it is not printed either (docs/specs/remote.md).
+        runner.drop_unpublished_lines()
+        raise
+    finally:
+        runner.flush_lines()
+
+
+def _move_on(
+    ctx: RunContext,
+    runner: GoalRunner,
+    bound: bool,
+    verdict: Verdict | None,
+    extra: Sequence[SignedRecord],
+) -> Cell:
+    control, goal = ctx.control, runner.goal
+    goal_id = goal.id
     cell = runner.cell
     if cell.status in TERMINAL or not bound:  # bound: before anything is used or run
         return runner.cell

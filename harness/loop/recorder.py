@@ -60,6 +60,9 @@ class Recorder:
         # the cell does not name yet; until the next checkpoint only the head is compared.
         self.vouched = loaded.rolled_forward == 0
         self.publish: Callable[[], None] | None = None
+        # With a remote, an event's line waits until the push that carries it went: a run
+        # that loses the race to another runner prints nothing that did not happen.
+        self.unpublished: list[str] = []
 
     def emit(
         self, type: EventType, step: StepName | None, iteration: int, data: Mapping[str, Any]
@@ -69,7 +72,10 @@ class Recorder:
         position = Position(record.event.seq, record.hash)
         self.cell = apply(self.cell, record.event, position)
         self.report.add(record.event)
-        self.print_line(text_line(record.event))
+        if self.publish is None:
+            self.print_line(text_line(record.event))
+        else:
+            self.unpublished.append(text_line(record.event))
 
     def checkpoint(self, message: str) -> str:
         # The cell names the tree this commit holds: what runs or ships next must equal it.
@@ -82,8 +88,19 @@ class Recorder:
         commit = self.wt.commit(f"harness({self.goal_id}): {message}")
         failpoints.hit("after_commit")
         if self.publish is not None:
-            self.publish()
+            self.publish()  # Busy (another runner won): the lines stay unprinted
+            self.flush_lines()
         return commit
+
+    def flush_lines(self) -> None:
+        """Print the lines of events recorded since the last push (the run ends here)."""
+        lines, self.unpublished = self.unpublished, []
+        for line in lines:
+            self.print_line(line)
+
+    def drop_unpublished_lines(self) -> None:
+        """The run lost the goal to another runner: its unpushed events are dropped too."""
+        self.unpublished.clear()
 
     def gate(self, status: Status, reason: str, detail: str) -> None:
         self.emit(

@@ -144,9 +144,14 @@ def _decode_utf8(data: bytes, source: str) -> str:
 
 
 def _marked_error(exc: yaml.MarkedYAMLError, source: str) -> InvalidInput:
+    mark = exc.problem_mark or exc.context_mark
+    if mark is not None and "'\\t'" in (exc.problem or ""):
+        # PyYAML's own words ("found character '\t' that cannot start any token") do not
+        # say that YAML indentation is spaces only.
+        line = f"line {mark.line + 1}"
+        return invalid(source, line, "indented with a tab", "indentation with spaces")
     # PyYAML's context reads as a lead-in: "while scanning a simple key, could not find ..."
     parts = [part for part in (exc.context, exc.problem) if part]
     problem = ", ".join(parts) or "not valid YAML"
-    mark = exc.problem_mark or exc.context_mark
     where = f"line {mark.line + 1}" if mark is not None else ""
     return invalid(source, where, one_line(problem))

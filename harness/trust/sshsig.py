@@ -11,6 +11,7 @@ import base64
 import binascii
 import hashlib
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -35,6 +36,8 @@ if TYPE_CHECKING:
 
 
 NAMESPACE = "harness"
+# A passphrase, or a function that asks for it (called only for an encrypted key).
+Passphrase = bytes | None | Callable[[], bytes | None]
 ARMOR_BEGIN = "-----BEGIN SSH SIGNATURE-----"
 ARMOR_END = "-----END SSH SIGNATURE-----"
 
@@ -60,7 +63,7 @@ def _signed_data(message: bytes, namespace: bytes, hash_name: str) -> bytes:
 def sign(
     message: bytes,
     private_key_path: Path,
-    passphrase: bytes | None = None,
+    passphrase: Passphrase = None,
     namespace: str = NAMESPACE,
 ) -> str:
     """An armored SSHSIG signature, byte for byte what `ssh-keygen -Y sign` writes."""
@@ -82,7 +85,7 @@ def _armor(blob: bytes) -> str:
     return "\n".join([ARMOR_BEGIN, *body, ARMOR_END]) + "\n"
 
 
-def _load_ed25519_private_key(path: Path, passphrase: bytes | None) -> Ed25519PrivateKey:
+def _load_ed25519_private_key(path: Path, given: Passphrase) -> Ed25519PrivateKey:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
     source = str(path)
@@ -95,9 +98,15 @@ def _load_ed25519_private_key(path: Path, passphrase: bytes | None) -> Ed25519Pr
     key_type, encrypted = _peek_private_key(data, source)
     if key_type != ED25519:
         raise invalid(source, "", f"key type {shown_name(key_type)} is not supported", ED25519)
+    # Asked for only when the key needs it: a prompt for a key without a passphrase would
+    # be a question with no meaning.
+    passphrase = (given() if encrypted else None) if callable(given) else given
     if encrypted and not passphrase:  # an empty HARNESS_KEY_PASSPHRASE counts as unset
         raise invalid(
-            source, "", "private key is encrypted", "its passphrase in HARNESS_KEY_PASSPHRASE"
+            source,
+            "",
+            "private key is encrypted",
+            "its passphrase in HARNESS_KEY_PASSPHRASE, or typed at a terminal",
         )
     key = _decrypt_private_key(data, passphrase if encrypted else None, source)
     if not isinstance(key, Ed25519PrivateKey):

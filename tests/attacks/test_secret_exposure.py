@@ -104,14 +104,20 @@ def _run_systemd(repo: ManagedRepo, secret_file: Path, home: Path) -> None:
     ci_systemd(repo.root, io.StringIO(), folder, 30, {"HARNESS_SECRET_FILE": str(secret_file)})
     unit = configparser.ConfigParser(strict=False, interpolation=None)
     unit.optionxform = str  # type: ignore[assignment, method-assign]  # keys are case-sensitive
-    unit.read_string((folder / SERVICE_NAME).read_text())
+    text = (folder / SERVICE_NAME).read_text()
+    unit.read_string(text)
     service = unit["Service"]
-    name, value = service["Environment"].split("=", 1)
+    # Every Environment= line (configparser keeps only the last of a repeated key).
+    added = dict(
+        line.removeprefix("Environment=").split("=", 1)
+        for line in text.splitlines()
+        if line.startswith("Environment=")
+    )
     # systemd execs ExecStart itself (no shell) with the unit's Environment= added.
     proc = subprocess.run(
         service["ExecStart"].split(),
         cwd=service["WorkingDirectory"],
-        env={**_scheduler_env(repo, home), name: value},
+        env={**_scheduler_env(repo, home), **added},
         capture_output=True,
         text=True,
     )

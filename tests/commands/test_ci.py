@@ -28,10 +28,11 @@ from harness.commands.ci import (
     ci_github,
     ci_systemd,
     schedule,
+    when,
 )
 from harness.errors import InvalidInput
 from harness.model.yamlutil import load_yaml
-from tests.managed import SECRET, ManagedFactory, ManagedRepo, git
+from tests.managed import SECRET, ManagedFactory, ManagedRepo, base_goal, git
 
 WORKFLOW_SCHEMA = (
     Path(check_jsonschema.__file__).parent / "builtin_schemas" / "vendor" / "github-workflows.json"
@@ -334,6 +335,20 @@ def test_workflow_follows_the_configured_branch_prefix(repo: Path) -> None:
     assert '"${ref#bots/}"' in _step(wf, "Summary")["run"]
 
 
+def test_github_schedule_option(repo: Path) -> None:
+    ci_github(repo, io.StringIO(), force=False, cron="0 2 * * 1-5")
+    workflow = _workflow(repo)
+    assert workflow["on"]["schedule"] == [{"cron": "0 2 * * 1-5"}]
+    _validate(workflow)
+
+
+@pytest.mark.parametrize("cron", ["0 2 * *", "0 2 * * * *", '0 2 * * "x"', "@daily"])
+def test_github_bad_schedule_is_refused(repo: Path, cron: str) -> None:
+    with pytest.raises(InvalidInput, match=r"^--schedule: .* \(expected a cron expression"):
+        ci_github(repo, io.StringIO(), force=False, cron=cron)
+    assert not (repo / WORKFLOW_PATH).exists()
+
+
 def test_github_refuses_to_overwrite_without_force(repo: Path) -> None:
     target = repo / WORKFLOW_PATH
     target.parent.mkdir(parents=True)
@@ -376,10 +391,11 @@ def test_cron_line_has_five_time_fields_and_runs_harness(repo: Path, tmp_path: P
     assert all(CRON_FIELD.match(field) for field in fields[:5])
     words = shlex.split(fields[5])
     assert words[:3] == ["cd", str(repo), "&&"]
-    assert words[3] == f"HARNESS_SECRET_FILE={secret_file}"
-    assert words[4] == "exec"  # no shell stays alive as the harness's parent
-    assert Path(words[5]).is_absolute() and Path(words[5]).name == "harness"
-    assert words[6:] == ["run", ">>", str(repo / ".git" / "harness" / "cron.log"), "2>&1"]
+    assert words[3] == f"PATH={BIN}:/usr/local/bin:/usr/bin:/bin"
+    assert words[4] == f"HARNESS_SECRET_FILE={secret_file}"
+    assert words[5] == "exec"  # no shell stays alive as the harness's parent
+    assert Path(words[6]).is_absolute() and Path(words[6]).name == "harness"
+    assert words[7:] == ["run", ">>", str(repo / ".git" / "harness" / "cron.log"), "2>&1"]
 
 
 def test_cron_uses_the_default_secret_file(repo: Path, tmp_path: Path) -> None:
@@ -411,6 +427,139 @@ def test_cron_line_really_runs_the_goals(managed: ManagedFactory, tmp_path: Path
     assert repo.status()["status"] == "completed"
 
 
+def test_cron_line_sets_path_and_pushes(managed: ManagedFactory, tmp_path: Path) -> None:
+    """A judge named as a bare `python` finds the harness's venv python under cron's own
+    minimal PATH, and `--push origin` brings the result to the bare remote."""
+    goal = base_goal() | {"judge": {"run": ["python", "judge.py"], "timeout": "60s"}}
+    repo: ManagedRepo = managed(goal=goal, mode="fix-on-1")
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", str(remote))
+    git(repo.root, "remote", "add", "origin", str(remote))
+    git(repo.root, "push", "-q", "origin", "main")
+    secret_file = tmp_path / "secret"
+    secret_file.write_text(SECRET + "\n")
+    secret_file.chmod(0o600)
+    cron_path = "/usr/bin:/bin"  # cron's own PATH, also the PATH the generator ran with
+    out = io.StringIO()
+    env = {"HARNESS_SECRET_FILE": str(secret_file), "PATH": cron_path}
+    ci_cron(repo.root, out, 5, env, push="origin")
+    (entry,) = _cron_entries(out.getvalue())
+    words = shlex.split(entry.split(maxsplit=5)[5])
+    assert words[words.index("run") :][:3] == ["run", "--push", "origin"]
+    run_env = {
+        "PATH": cron_path,
+        "HOME": str(tmp_path),
+        "TEST_COUNTER_DIR": repo.env["TEST_COUNTER_DIR"],
+        "HARNESS_SANDBOX": "off",
+    }
+    command = entry.split(maxsplit=5)[5]
+    proc = subprocess.run(["sh", "-c", command], cwd=tmp_path, env=run_env, timeout=120)
+    log = (repo.root / ".git" / "harness" / "cron.log").read_text()
+    assert proc.returncode == 0, log
+    assert repo.status()["status"] == "completed", log
+    assert repo.count("judge") == ["1"]
+    assert git(remote, "rev-parse", "refs/heads/harness/g1") == git(
+        repo.root, "rev-parse", "refs/heads/harness/g1"
+    )
+
+
+def test_at_gives_a_daily_schedule() -> None:
+    moment = when(None, "02:00")
+    assert (moment.cron, moment.calendar, moment.text) == (
+        "0 2 * * *",
+        "*-*-* 02:00:00",
+        "daily at 02:00",
+    )
+    assert when(None, "7:05").cron == "5 7 * * *"
+    assert when(None, None).cron == "*/30 * * * *"
+
+
+@pytest.mark.parametrize("at", ["24:00", "02:60", "2", "02:5", "noon", " 02:00"])
+def test_bad_at_is_refused(at: str) -> None:
+    with pytest.raises(InvalidInput) as caught:
+        when(None, at)
+    assert str(caught.value) == f"--at: {at} (expected a time of day HH:MM, 00:00 to 23:59)"
+
+
+def test_at_and_every_together_are_refused() -> None:
+    with pytest.raises(InvalidInput, match=r"^--at: 02:00 given with --every \(expected one"):
+        when(10, "02:00")
+
+
+FAKE_CRONTAB = """#!/bin/sh
+# crontab as far as `crontab -l` and `crontab -` go, kept in $FAKE_CRONTAB_FILE.
+case "$1" in
+  -l) [ -f "$FAKE_CRONTAB_FILE" ] || { echo "no crontab for $(id -un)" >&2; exit 1; }
+      cat "$FAKE_CRONTAB_FILE" ;;
+  -) cat > "$FAKE_CRONTAB_FILE" ;;
+  *) echo "fake crontab: $1" >&2; exit 2 ;;
+esac
+"""
+
+
+def _fake_crontab(tmp_path: Path) -> tuple[dict[str, str], Path]:
+    if shutil.which("crontab") is not None:
+        pytest.skip("a real crontab is installed: this test would change the user's crontab")
+    stub = tmp_path / "stub"
+    stub.mkdir()
+    (stub / "crontab").write_text(FAKE_CRONTAB)
+    (stub / "crontab").chmod(0o755)
+    table = tmp_path / "crontab.txt"
+    env = {**os.environ, "PATH": f"{stub}:{os.environ['PATH']}", "FAKE_CRONTAB_FILE": str(table)}
+    return env, table
+
+
+def _install_line(text: str) -> str:
+    (line,) = [ln for ln in text.splitlines() if "install or update: " in ln]
+    return line.split("install or update: ", 1)[1]
+
+
+def test_install_line_is_idempotent_and_replaces_in_place(repo: Path, tmp_path: Path) -> None:
+    env, table = _fake_crontab(tmp_path)
+    other = "15 3 * * * /usr/bin/backup\n"
+    out = io.StringIO()
+    ci_cron(repo, out, 10, {"PATH": "/usr/bin:/bin"})
+    install = _install_line(out.getvalue())
+    assert install.endswith(" ci cron --every 10 --install")
+    for _ in range(2):
+        proc = subprocess.run(["sh", "-c", install], env=env, capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr
+    assert "crontab: replaced the earlier entry for" in proc.stdout
+    first = table.read_text()
+    assert first.count(f"# >>> goal-harness {repo} >>>") == 1
+    assert len(_cron_entries(first)) == 1
+    table.write_text(other + first + other.replace("backup", "report"))
+    cli_env = {**env, "HARNESS_SECRET_FILE": str(tmp_path / "s")}
+    proc = subprocess.run(
+        [sys.executable, "-m", "harness", "ci", "cron", "--at", "02:00", "--install"],
+        cwd=repo,
+        env=cli_env,
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stderr
+    entries = _cron_entries(table.read_text())
+    assert len(entries) == 3
+    assert entries[0] == other.strip() and entries[2] == "15 3 * * * /usr/bin/report"
+    assert entries[1].startswith("0 2 * * * cd ")
+
+
+def test_install_without_crontab_is_a_clear_error(repo: Path, tmp_path: Path) -> None:
+    only_git = tmp_path / "bin"  # a PATH with git and no crontab
+    only_git.mkdir()
+    (only_git / "git").symlink_to(shutil.which("git") or "/usr/bin/git")
+    env = {**os.environ, "PATH": str(only_git)}
+    proc = subprocess.run(
+        [sys.executable, "-m", "harness", "ci", "cron", "--install"],
+        cwd=repo,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("harness: crontab: not found on PATH (expected ")
+
+
 @pytest.mark.parametrize(
     ("every", "cron", "calendar"),
     [
@@ -419,7 +568,8 @@ def test_cron_line_really_runs_the_goals(managed: ManagedFactory, tmp_path: Path
         (30, "*/30 * * * *", "*:0/30"),
         (60, "0 */1 * * *", "0/1:00"),
         (360, "0 */6 * * *", "0/6:00"),
-        (1440, "0 */24 * * *", "0/24:00"),
+        (720, "0 */12 * * *", "0/12:00"),
+        (1440, "0 0 * * *", "*-*-* 00:00:00"),
     ],
 )
 def test_schedules(every: int, cron: str, calendar: str) -> None:
@@ -476,7 +626,11 @@ def test_systemd_units_written_parse_with_expected_keys(repo: Path, tmp_path: Pa
     service = _ini((folder / SERVICE_NAME).read_text())
     assert service["Service"]["Type"] == "oneshot"
     assert service["Service"]["WorkingDirectory"] == str(repo)
-    assert service["Service"]["Environment"] == f"HARNESS_SECRET_FILE={tmp_path / 'secret'}"
+    environment = re.findall(r"^Environment=(.*)$", (folder / SERVICE_NAME).read_text(), re.M)
+    assert environment == [
+        f"HARNESS_SECRET_FILE={tmp_path / 'secret'}",
+        f"PATH={BIN}:/usr/local/bin:/usr/bin:/bin",
+    ]
     executable, argument = service["Service"]["ExecStart"].split()
     assert Path(executable).is_absolute() and os.access(executable, os.X_OK)
     assert argument == "run"

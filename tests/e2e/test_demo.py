@@ -46,3 +46,32 @@ def test_demo_refuses_a_folder_that_is_not_empty(tmp_path: Path) -> None:
         timeout=60,
     )
     assert proc.returncode == 2 and "is not empty" in proc.stderr
+
+
+def test_demo_next_steps_work_without_harness_on_path(tmp_path: Path) -> None:
+    """The printed "what a human types next" lines, typed into a shell whose PATH has no
+    `harness` (a venv never activated): each works, up to the signed ship."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HARNESS_")}
+    proc = subprocess.run(
+        [sys.executable, "-m", "harness", "demo", "--dir", str(tmp_path / "d")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    typed = proc.stdout.split("== what a human types next\n", 1)[1]
+    assert "\nharness " not in typed
+    shell_env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "HARNESS_SANDBOX": "off"}
+    script = "set -e\n" + typed
+    done = subprocess.run(
+        ["sh", "-c", script],
+        cwd=tmp_path,
+        env=shell_env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "fix-calc-add parked_at_eyes step=- " in done.stdout
+    assert done.stdout.rstrip().endswith("fix-calc-add #14 completed (shipped)")

@@ -230,3 +230,29 @@ def test_short_or_wrong_secret_is_refused(managed: ManagedFactory) -> None:
     assert "MAC" in repo.harness("run", env=wrong, check=3).stderr
     assert repo.harness("verify", env=wrong, check=3).returncode == 3
     assert repo.snapshot() == before
+
+
+def test_status_after_budget_exhausted_shows_the_last_round(managed: ManagedFactory) -> None:
+    repo = managed(goal=base_goal() | {"budget": {"max_iterations": 3}}, mode="never")
+    repo.harness("run", check=0)
+    row = repo.status()
+    assert (row["gate"], row["budget_used"]["iterations"]) == ("budget_exhausted", 3)
+    assert (row["step"], row["iteration"]) == ("build", 3)
+    line = repo.harness("status", check=0).stdout
+    assert line.startswith("g1 needs_attention step=build iteration=3 ")
+
+
+def test_status_after_tamper_does_not_name_the_judge(managed: ManagedFactory) -> None:
+    repo = managed(mode="tamper-owners")
+    repo.harness("run", check=0)
+    row = repo.status()
+    assert (row["status"], row["gate"], row["step"], row["iteration"]) == (
+        "needs_attention",
+        "tamper",
+        None,
+        1,
+    )
+    assert repo.harness("status", check=0).stdout.startswith(
+        "g1 needs_attention step=- iteration=1 "
+    )
+    assert repo.count("judge") == []

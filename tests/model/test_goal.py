@@ -465,7 +465,7 @@ RAW_CASES: list[tuple[bytes, str]] = [
     ),
     (
         b"a:\n\tb: 1\n",
-        "line 2: while scanning for the next token, found character '\\t' that cannot",
+        "line 2: indented with a tab (expected indentation with spaces)",
     ),
     (b"a: 'x\n", "line 2: while scanning a quoted scalar, found unexpected end of stream"),
     (b"a: &x [1]\nb: *x\n", "line 2: aliases (*name) are not allowed"),

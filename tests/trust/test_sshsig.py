@@ -371,7 +371,7 @@ def test_sign_with_encrypted_key_and_no_passphrase_names_the_variable(
         sign(MESSAGE, keys["locked"].path, passphrase)
     assert str(raised.value) == (
         f"{keys['locked'].path}: private key is encrypted "
-        "(expected its passphrase in HARNESS_KEY_PASSPHRASE)"
+        "(expected its passphrase in HARNESS_KEY_PASSPHRASE, or typed at a terminal)"
     )
 
 
