@@ -99,6 +99,7 @@ def _row(
         "iteration": cell.iteration,
         "failing_test": cell.failing_test,
         "gate": cell.gate,
+        "gate_detail": cell.gate_detail,
         "budget_used": {k: getattr(cell.used, k) for k in BUDGET_KEYS},
         "budget_limit": {k: getattr(cell.limit, k) for k in BUDGET_KEYS},
         "branch": branch,
@@ -114,6 +115,9 @@ def _line(row: Mapping[str, Any]) -> str:
         f"{row['id']} {row['status']} step={row['step'] or '-'} iteration={row['iteration']} "
         f"failing={row['failing_test'] or '-'} budget: {budget} gate={row['gate'] or '-'}"
     )
+    if row["gate"] == "ship_failed" and row.get("gate_detail"):
+        # What a failed ship printed, on the same line: the owner fixes it and ships again.
+        line += " " + " | ".join(row["gate_detail"].splitlines()[-3:])
     unavailable = row.get("unavailable")
     return f"{line} {unavailable_text(Unavailable(**unavailable))}" if unavailable else line
 

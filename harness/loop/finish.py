@@ -7,7 +7,7 @@ tree alone. Each step's handler is in `FINISH`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,12 +27,26 @@ from harness.record.ledger import Event
 from harness.store.gitrepo import Worktree
 
 MAX_LISTED_PATHS = 200
+SHIP_TAIL_LINES = 20  # of the ship step's output, in the ship_failed gate's detail
 
 
 def unavailable_detail(tries: int, message: str) -> str:
     """The agent_unavailable gate's detail: how often, and the tool's own words."""
     times = "once" if tries == 1 else f"on {tries} tries in a row"
     return f"the model API failed {times}: {message}"
+
+
+def ship_failed_detail(data: Mapping[str, Any]) -> str:
+    """The ship_failed gate's detail: how the step ended and the tail of its output."""
+    if data.get("timed_out"):
+        how = "timed out"
+    elif data.get("exit_code") is None:
+        how = f"was ended by {data.get('signal') or 'a signal'}"
+    else:
+        how = f"exited {data.get('exit_code')}"
+    tail = (data.get("output_tail") or "").strip()
+    lines = tail.splitlines()[-SHIP_TAIL_LINES:]
+    return f"the ship step {how}" + (": " + "\n".join(lines) if lines else " (no output)")
 
 
 @dataclass(frozen=True)
@@ -185,10 +199,10 @@ class Finisher(Recorder):
         if ran.passed:
             data = {"commit": self.wt.head(), "detail": "shipped"}
             self.emit("goal.completed", None, ran.iteration, data)
+            self.checkpoint("ship finished")
         else:
-            detail = f"the ship step exited {ran.result.exit_code}"
-            self.emit("goal.failed", None, ran.iteration, {"detail": detail})
-        self.checkpoint("ship finished")
+            # Not the end: the goal waits for a new signed ship decision (loop.md).
+            self.gate("needs_attention", "ship_failed", ship_failed_detail(ran.data()))
 
     def finish_read_only(self, ran: Ran, extra: dict[str, Any]) -> None:
         after = self.wt.work_tree_id()
@@ -247,8 +261,8 @@ class Finisher(Recorder):
     def settle_owed(self, last: Event | None) -> bool:
         """A recorded result whose consequence was never appended (killed between the two
         events): append it now, as the step's finish would have. The result is never re-run:
-        a ship that passed completes, one that failed fails, a tamper or a read-only
-        violation gates (its restore happened before the result was recorded)."""
+        a ship that passed completes, one that failed waits at ship_failed, a tamper or a
+        read-only violation gates (its restore happened before the result was recorded)."""
         if last is None or last.type != "step.finished":
             return False
         data, iteration = last.data, last.iteration
@@ -257,9 +271,9 @@ class Finisher(Recorder):
             self.emit(
                 "goal.completed", None, iteration, {"commit": self.wt.head(), "detail": "shipped"}
             )
-        elif last.step == "ship":
-            detail = f"the ship step exited {data.get('exit_code')}"
-            self.emit("goal.failed", None, iteration, {"detail": detail})
+        elif last.step == "ship" and result == "fail":
+            self.gate("needs_attention", "ship_failed", ship_failed_detail(data))
+            return True
         elif result == "tamper":
             touched = data.get("touched") or [p for p in data.get("changed", []) if is_protected(p)]
             self.gate("needs_attention", "tamper", "touched " + ", ".join(touched[:20]))

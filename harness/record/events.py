@@ -51,6 +51,7 @@ AGENT_STEPS: Final[frozenset[StepName]] = frozenset({"build"})
 GateReason = Literal[
     "ship",
     "ship_outcome_unknown",
+    "ship_failed",
     "budget_exhausted",
     "no_progress",
     "max_passes",
