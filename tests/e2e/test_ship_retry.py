@@ -12,6 +12,7 @@ SHIP = {
         "sh",
         "-c",
         'echo attempt >> "$TEST_COUNTER_DIR/ship.log"; '
+        'echo "$HARNESS_SHIP_COMMIT" >> "$TEST_COUNTER_DIR/ship-commit.log"; '
         'if [ -e "$TEST_COUNTER_DIR/ship-fails" ]; then '
         "echo 'fatal: ../remote.git does not appear to be a git repository' >&2; exit 1; fi",
     ]
@@ -44,6 +45,9 @@ def test_failed_ship_waits_at_ship_failed_and_a_second_decision_ships(
     (repo.counters / "ship-fails").unlink()
     repo.harness("ship", "g1", "--key", str(repo.key.private), check=0)
     assert repo.count("ship") == ["attempt", "attempt"]
+    # The retry is given the same commit to ship: a push that already happened is a no-op.
+    first, again = repo.count("ship-commit")
+    assert first == again and len(first) == 40
     assert repo.status()["status"] == "completed"
     replay = repo.harness("replay", "g1", "--format", "json", check=0).stdout
     types = [e["type"] for e in json.loads(replay)["events"]]
