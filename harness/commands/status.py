@@ -117,7 +117,7 @@ def _line(row: Mapping[str, Any]) -> str:
     )
     if row["gate"] == "ship_failed" and row.get("gate_detail"):
         # What a failed ship printed, on the same line: the owner fixes it and ships again.
-        line += " " + " | ".join(row["gate_detail"].splitlines()[-3:])
+        line += " " + " | ".join(row["gate_detail"].split("\n")[-3:])
     unavailable = row.get("unavailable")
     return f"{line} {unavailable_text(Unavailable(**unavailable))}" if unavailable else line
 

@@ -115,6 +115,7 @@ class GoalRunner(Crossing):
                 "no_progress_passes": self.goal.halt.no_progress_passes,
                 "control_commit": self.ctx.control.commit,
                 "sandbox": self.sandbox.containment,
+                "objective": fit_text(self.goal.objective, 4000),
             }
             | self.command_hits(),
         )

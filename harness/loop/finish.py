@@ -22,9 +22,10 @@ from harness.loop.steps import StepResult
 from harness.model.goal import Goal
 from harness.record.cell import write_cell
 from harness.record.events import StepName
+from harness.record.evidence import DIFF_BYTES, diff_command, fit_head
 from harness.record.hydrate import GoalPaths, Loaded
 from harness.record.ledger import Event
-from harness.store.gitrepo import Worktree
+from harness.store.gitrepo import Worktree, run_git
 
 MAX_LISTED_PATHS = 200
 SHIP_TAIL_LINES = 20  # of the ship step's output, in the ship_failed gate's detail
@@ -45,7 +46,7 @@ def ship_failed_detail(data: Mapping[str, Any]) -> str:
     else:
         how = f"exited {data.get('exit_code')}"
     tail = (data.get("output_tail") or "").strip()
-    lines = tail.splitlines()[-SHIP_TAIL_LINES:]
+    lines = tail.split("\n")[-SHIP_TAIL_LINES:]
     return f"the ship step {how}" + (": " + "\n".join(lines) if lines else " (no output)")
 
 
@@ -117,11 +118,18 @@ class Finisher(Recorder):
         finished = (ran.step, ran.iteration, data)
         if self.tampered(ran.started, changed + unseen, exclude_own=False, finished=finished):
             return
-        data |= self.destructive_data(ran.started, unseen)
+        data |= self.destructive_data(ran.started, unseen) | self.diff_data(ran)
         if usage.unavailable is not None:
             self.finish_unavailable(ran, data, usage.unavailable)
             return
         self.finish(ran, data)
+
+    def diff_data(self, ran: Ran) -> dict[str, Any]:
+        """The build's change without ledger/, bounded, for the reports (evidence.py)."""
+        args = ["diff", "--cached", "--no-ext-diff", "--no-textconv", "--no-color", ran.started]
+        text = run_git([*args, "--", ".", ":!ledger"], self.wt.path).stdout
+        rest = diff_command(self.goal.id, ran.iteration)
+        return {"diff": fit_head(text.decode("utf-8", "replace"), DIFF_BYTES, rest)}
 
     def finish_unavailable(self, ran: Ran, data: dict[str, Any], message: str) -> None:
         """The model API failed: record it as such, and try again later or stop (loop.md).

@@ -13,6 +13,7 @@ from harness.record.cell import Cell
 from harness.record.events import EventType
 from harness.record.fold import apply
 from harness.record.ledger import Event, Position, Record
+from harness.record.notes import IterationEvidence
 from harness.record.report.cells import tone_of
 from harness.record.report.model import (
     HEAD_ENTRIES,
@@ -119,6 +120,7 @@ class Collector:
         self.open_steps: dict[tuple[str, int], StepRow] = {}
         self.cut_off: set[tuple[str, int]] = set()
         self.open_gate: Gate | None = None
+        self.evidence = IterationEvidence(goal_id)  # what a reviewer reads (record/notes.py)
 
     def add(self, record: Record) -> None:
         event = record.event
@@ -130,6 +132,7 @@ class Collector:
         # The ledger may hold a type this version does not name; it still gets its row.
         handler = HANDLERS.get(cast(EventType, event.type), Collector.on_other)
         handler(self, event, before)
+        self.evidence.add(event)
 
     def row(self, iteration: int, row: Row) -> None:
         """Rows group by iteration in ledger order; a new number starts a new group."""
@@ -187,8 +190,20 @@ class Collector:
             self.chart.add(Point(self.chart.count + 1, self.cell.used, self.cell.limit))
 
     def on_done_blocked(self, event: Event, before: Cell) -> None:
+        failed = ", ".join(names(event.data.get("lessons_failed")))
         missing = ", ".join(names(event.data.get("missing")))
-        self.mark(event, "blocked", "done gate blocked", "warn", f"missing: {missing}")
+        why = f"lesson check failed: {failed}" if failed else f"missing: {missing}"
+        self.mark(event, "blocked", "done gate blocked", "warn", why)
+
+    def on_lesson_checked(self, event: Event, before: Cell) -> None:
+        data = event.data
+        passed = data.get("passed") is True
+        verdict = "passed" if passed else "failed"
+        label = f"lesson {as_text(data.get('name'))} check {verdict}"
+        detail = f"exit {as_text(data.get('exit_code'))}"
+        if not passed and data.get("output_tail"):
+            detail += ": " + _first_line(data.get("output_tail"))
+        self.mark(event, "lesson", label, "pass" if passed else "fail", detail)
 
     def on_gated(self, event: Event, before: Cell) -> None:
         data = event.data
@@ -254,7 +269,7 @@ HANDLERS: dict[EventType, Callable[[Collector, Event, Cell], None]] = {
     "goal.started": Collector.on_approved,
     "goal.revised": Collector.on_approved,
     "step.started": Collector.on_step_started,
-    "lesson.checked": Collector.on_other,
+    "lesson.checked": Collector.on_lesson_checked,
     "step.interrupted": Collector.on_other,
     "step.cutoff": Collector.on_step_cutoff,
     "step.finished": Collector.on_step_finished,

@@ -15,6 +15,7 @@ from harness.record.report.cells import badge, tone_of
 from harness.record.report.collect import Collector
 from harness.record.report.fmt import plural
 from harness.record.report.gates import decisions_section, gates_section
+from harness.record.report.review import changes_section, decision_section, objective_section
 from harness.record.report.safe import cut, esc
 from harness.record.report.style import CSS
 from harness.record.report.timeline import timeline_section
@@ -28,6 +29,9 @@ def render_html(records: Iterable[Record], goal_id: str, verify_note: str) -> by
     parts = [
         _head(goal_id),
         _header(page, goal_id, verify_note),
+        objective_section(page.evidence),
+        decision_section(page.evidence, page.cell),
+        changes_section(page.evidence),
         budget_section(page),
         timeline_section(page, goal_id),
         gates_section(page),
