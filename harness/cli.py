@@ -304,6 +304,25 @@ def diff(goal_id: str, iteration: int | None, stat: bool, as_json: bool) -> None
 
 @cli.command()
 @click.argument("goal_ids", nargs=-1)
+@click.option("--all", "every", is_flag=True, help="Every goal with a record, and an index.")
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(path_type=Path),
+    help="The folder to write index.html and <id>.html into.",
+)
+def report(goal_ids: tuple[str, ...], every: bool, out_dir: Path | None) -> None:
+    """Write a static, self-contained site: an index of the goals and each one's report.
+
+    Example: harness report --all --out harness-report
+    """
+    from harness.commands.report import report as run_report
+
+    _done(run_report(_cwd(), list(goal_ids), every, out_dir, os.environ, sys.stdout))
+
+
+@cli.command()
+@click.argument("goal_ids", nargs=-1)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 def verify(goal_ids: tuple[str, ...], as_json: bool) -> None:
     """Check chain, MACs, cell binding and approvals; name the first bad event.

@@ -14,6 +14,7 @@ from harness.record.events import EventType
 from harness.record.fold import apply
 from harness.record.ledger import Event, Position, Record
 from harness.record.notes import IterationEvidence
+from harness.record.render import describe
 from harness.record.report.cells import tone_of
 from harness.record.report.model import (
     HEAD_ENTRIES,
@@ -111,7 +112,7 @@ class Collector:
     def __init__(self, goal_id: str) -> None:
         self.cell = Cell(goal=goal_id)
         self.events = 0
-        self.first_ts = self.last_ts = ""
+        self.first_ts = self.last_ts = self.last_event = ""
         self.approvers: tuple[str, ...] = ()
         self.iterations: Window[Iteration] = Window(HEAD_ITERATIONS, TAIL_ITERATIONS)
         self.decisions: Window[Decision] = Window(HEAD_ENTRIES, TAIL_ENTRIES)
@@ -129,6 +130,7 @@ class Collector:
         self.events += 1
         self.first_ts = self.first_ts or event.ts
         self.last_ts = event.ts
+        self.last_event = cut(describe(event), 200)
         # The ledger may hold a type this version does not name; it still gets its row.
         handler = HANDLERS.get(cast(EventType, event.type), Collector.on_other)
         handler(self, event, before)
