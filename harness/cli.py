@@ -299,6 +299,40 @@ def replay(goal_id: str, fmt: str, out_file: Path | None) -> None:
 
 
 @cli.command()
+@click.argument("goal_id")
+@click.option("--iteration", type=int, metavar="N", help="Only what build N changed.")
+@click.option("--stat", is_flag=True, help="git's --stat: files and line counts.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document (files, patch).")
+def diff(goal_id: str, iteration: int | None, stat: bool, as_json: bool) -> None:
+    """The goal's code change without ledger/: base to gate commit, as git prints it.
+
+    Example: harness diff fix-login-timeout --iteration 2
+    """
+    from harness.commands.diff import diff as run_diff
+
+    _done(run_diff(_cwd(), goal_id, iteration, stat, as_json, os.environ, sys.stdout.buffer))
+
+
+@cli.command()
+@click.argument("goal_ids", nargs=-1)
+@click.option("--all", "every", is_flag=True, help="Every goal with a record, and an index.")
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(path_type=Path),
+    help="The folder to write index.html and <id>.html into.",
+)
+def report(goal_ids: tuple[str, ...], every: bool, out_dir: Path | None) -> None:
+    """Write a static, self-contained site: an index of the goals and each one's report.
+
+    Example: harness report --all --out harness-report
+    """
+    from harness.commands.report import report as run_report
+
+    _done(run_report(_cwd(), list(goal_ids), every, out_dir, os.environ, sys.stdout))
+
+
+@cli.command()
 @click.argument("goal_ids", nargs=-1)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
 def verify(goal_ids: tuple[str, ...], as_json: bool) -> None:

@@ -345,6 +345,20 @@ jobs:
               harness replay "${ref#@PREFIX@}" --format md || echo "(no report for $ref)"
             done
           } >> "$GITHUB_STEP_SUMMARY"
+      - name: Write the report site
+        # index.html lists every goal and links each one's report (`harness report --all`).
+        if: always()
+        shell: bash
+        env:
+          HARNESS_SECRET_FILE: ${{ runner.temp }}/goal-harness-secret
+        run: harness report --all --out "$RUNNER_TEMP/goal-harness-report" || echo "::warning::harness report exited $?"
+      - name: Upload the report site
+        if: always()
+        uses: actions/upload-artifact@v4
+        with:
+          name: goal-harness-report
+          path: ${{ runner.temp }}/goal-harness-report
+          if-no-files-found: ignore
       - name: Remove the secret file
         if: always()
         shell: bash

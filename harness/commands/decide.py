@@ -24,11 +24,19 @@ from harness.store.gitrepo import Repo
 from harness.store.lock import GoalLock
 from harness.store.remote import runner_id
 from harness.trust.approvals import SignedRecord, append_record, load_approval_file
-from harness.trust.decisions import EXTENDABLE_GATES, SHIP_GATES, parse_extension
+from harness.trust.decisions import (
+    EXTENDABLE_GATES,
+    SHIP_GATES,
+    SHIP_ONLY_GATES,
+    parse_extension,
+)
 from harness.trust.owners import principals_for_key
 from harness.trust.secret import Secret
 from harness.trust.sshsig import sign, verify
 from harness.trust.statement import Statement
+
+# `harness ship` acted at once and the ship step failed: the goal waits at ship_failed.
+SHIP_FAILED_EXIT = 5
 
 
 def ship(cwd: Path, goal_id: str, key: Path, env: Mapping[str, str], out: TextIO) -> int:
@@ -112,7 +120,13 @@ def _act_now(
 
     ctx = RunContext(control, secret, SystemClock(), print_line, env, runner=runner_id(repo))
     with GoalLock(repo.harness_dir() / "locks", goal_id):
-        advance_goal(repo, ctx, goal_id, extra=(record,))
+        cell = advance_goal(repo, ctx, goal_id, extra=(record,))
+    if record.statement.decision == "ship" and cell.gate == "ship_failed":
+        out.write(
+            f"the ship step failed: {cell.gate_detail or ''}\n"
+            f"next: fix the cause, then `harness ship {goal_id} --key …` runs it again\n"
+        )
+        return SHIP_FAILED_EXIT
     return 0
 
 
@@ -142,8 +156,8 @@ def _decision_for(cell: Cell, goal_id: str, extend: str | None, *, ship: bool) -
                 f"goal {goal_id}: waits at gate {gate}, not ship (use `harness unpark`)"
             )
         return "ship"
-    if gate == "ship":
-        raise InvalidInput(f"goal {goal_id}: waits at gate ship (use `harness ship`)")
+    if gate in SHIP_ONLY_GATES:
+        raise InvalidInput(f"goal {goal_id}: waits at gate {gate} (use `harness ship`)")
     if extend is None:
         return f"unpark {gate}"
     if gate not in EXTENDABLE_GATES:

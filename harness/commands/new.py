@@ -30,8 +30,10 @@ judge:                      # the verification; exit 0 means pass
 #   run: ./scripts/review.sh
 # plan:                     # optional, read-only; its stdout goes into the first prompt
 #   run: ./scripts/plan.sh
-# ship:                     # optional; runs only after a signed `harness ship`
-#   run: git push origin HEAD:refs/heads/feature/{id}
+# ship:                     # optional; runs only after a signed `harness ship`, in a
+#                           # fresh checkout of the signed commit; $HARNESS_SHIP_COMMIT is
+#                           # the change alone (no ledger/), one commit on the base
+#   run: [sh, -c, 'git push origin "$HARNESS_SHIP_COMMIT:refs/heads/feature/{id}"']
 budget:
   max_iterations: 3         # build-judge rounds (first build + repairs)
   max_seconds: 2h           # agent wall time over the goal's life

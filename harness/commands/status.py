@@ -108,6 +108,7 @@ def _row(
         "iteration": _iteration(cell, stopped),
         "failing_test": cell.failing_test,
         "gate": cell.gate,
+        "gate_detail": cell.gate_detail,
         "budget_used": {k: getattr(cell.used, k) for k in BUDGET_KEYS},
         "budget_limit": {k: getattr(cell.limit, k) for k in BUDGET_KEYS},
         "branch": branch,
@@ -149,6 +150,9 @@ def _line(row: Mapping[str, Any]) -> str:
             f" elsewhere: {elsewhere['step']} by {elsewhere['runner']} (lease until "
             f"{elsewhere['lease_until']}), as last fetched: `git fetch` to see newer"
         )
+    if row["gate"] == "ship_failed" and row.get("gate_detail"):
+        # What a failed ship printed, on the same line: the owner fixes it and ships again.
+        line += " " + " | ".join(row["gate_detail"].split("\n")[-3:])
     unavailable = row.get("unavailable")
     return f"{line} {unavailable_text(Unavailable(**unavailable))}" if unavailable else line
 

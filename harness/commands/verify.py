@@ -24,7 +24,7 @@ def verify(
     cwd: Path, goal_ids: list[str], env: Mapping[str, str], out: TextIO, as_json: bool = False
 ) -> int:
     with open_session(cwd, env, goal_ids) as s:
-        ids = goal_ids or _goals_with_records(s.repo, s.control)
+        ids = goal_ids or goals_with_records(s.repo, s.control)
         results = [_result(s.repo, s.control, s.secret, goal_id) for goal_id in ids]
     worst = max((r.get("exit_code", 0) for r in results), default=0)
     if as_json:
@@ -34,7 +34,7 @@ def verify(
     return int(worst)
 
 
-def _goals_with_records(repo: Repo, control: Control) -> list[str]:
+def goals_with_records(repo: Repo, control: Control) -> list[str]:
     prefix = control.config.branch_prefix
     ids = {b[len(prefix) :] for b in branch_heads(repo.root, prefix)}
     folder = repo.root / "ledger"

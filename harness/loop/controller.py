@@ -45,7 +45,7 @@ from harness.record.events import (
     StepName,
 )
 from harness.record.hydrate import GoalPaths, Loaded
-from harness.store.gitrepo import Worktree
+from harness.store.gitrepo import Worktree, git_text
 from harness.store.remote import LEASE_GRACE_S
 from harness.trust.approvals import Verdict
 
@@ -115,6 +115,7 @@ class GoalRunner(Crossing):
                 "no_progress_passes": self.goal.halt.no_progress_passes,
                 "control_commit": self.ctx.control.commit,
                 "sandbox": self.sandbox.containment,
+                "objective": fit_text(self.goal.objective, 4000),
             }
             | self.command_hits(),
         )
@@ -431,6 +432,7 @@ class GoalRunner(Crossing):
         try:
             if step == "ship":  # exactly the signed commit, never the worktree an agent touched
                 cwd = self.ship_checkout(scratch / "checkout")
+                env |= self.ship_env(git_text(["rev-parse", "HEAD"], cwd))
             with self.contained(step, spec.run, env, scratch, cwd, spec.network) as box:
                 meter = self.meter(box.records_env) if step == "build" else None
                 result = run_step(

@@ -11,6 +11,7 @@ import hashlib
 from typing import Any
 
 from harness.loop.finish import Finisher
+from harness.loop.shipcommit import make_ship_commit, ship_source
 from harness.trust.approvals import Verdict
 from harness.trust.decisions import extended_limits
 
@@ -43,3 +44,16 @@ class Crossing(Finisher):
         }
         self.emit("owners.rotated", None, self.cell.iteration, data)
         self.checkpoint("owners rotated")
+
+    def ship_env(self, signed: str) -> dict[str, str]:
+        """The ship step's own variables: the goal's change as one commit on its base
+        (`shipcommit.py`), the base, and the signed commit the checkout holds."""
+        source = ship_source(self.ledger.records())
+        if source is None:  # no done gate at ship in the record: nothing to make it from
+            return {"HARNESS_GATE_COMMIT": signed}
+        made = make_ship_commit(self.wt.path, self.goal.id, self.goal.objective, source, signed)
+        return {
+            "HARNESS_SHIP_COMMIT": made,
+            "HARNESS_SHIP_BASE": source.base,
+            "HARNESS_GATE_COMMIT": signed,
+        }

@@ -7,7 +7,7 @@ tree alone. Each step's handler is in `FINISH`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,17 +22,32 @@ from harness.loop.steps import StepResult
 from harness.model.goal import Goal
 from harness.record.cell import write_cell
 from harness.record.events import StepName
+from harness.record.evidence import DIFF_BYTES, diff_command, fit_head
 from harness.record.hydrate import GoalPaths, Loaded
 from harness.record.ledger import Event
-from harness.store.gitrepo import Worktree
+from harness.store.gitrepo import Worktree, run_git
 
 MAX_LISTED_PATHS = 200
+SHIP_TAIL_LINES = 20  # of the ship step's output, in the ship_failed gate's detail
 
 
 def unavailable_detail(tries: int, message: str) -> str:
     """The agent_unavailable gate's detail: how often, and the tool's own words."""
     times = "once" if tries == 1 else f"on {tries} tries in a row"
     return f"the model API failed {times}: {message}"
+
+
+def ship_failed_detail(data: Mapping[str, Any]) -> str:
+    """The ship_failed gate's detail: how the step ended and the tail of its output."""
+    if data.get("timed_out"):
+        how = "timed out"
+    elif data.get("exit_code") is None:
+        how = f"was ended by {data.get('signal') or 'a signal'}"
+    else:
+        how = f"exited {data.get('exit_code')}"
+    tail = (data.get("output_tail") or "").strip()
+    lines = tail.split("\n")[-SHIP_TAIL_LINES:]
+    return f"the ship step {how}" + (": " + "\n".join(lines) if lines else " (no output)")
 
 
 @dataclass(frozen=True)
@@ -105,11 +120,18 @@ class Finisher(Recorder):
             return
         if self.hid_own_files(ran.started, unseen, finished):
             return
-        data |= self.destructive_data(ran.started, unseen)
+        data |= self.destructive_data(ran.started, unseen) | self.diff_data(ran)
         if usage.unavailable is not None:
             self.finish_unavailable(ran, data, usage.unavailable)
             return
         self.finish(ran, data)
+
+    def diff_data(self, ran: Ran) -> dict[str, Any]:
+        """The build's change without ledger/, bounded, for the reports (evidence.py)."""
+        args = ["diff", "--cached", "--no-ext-diff", "--no-textconv", "--no-color", ran.started]
+        text = run_git([*args, "--", ".", ":!ledger"], self.wt.path).stdout
+        rest = diff_command(self.goal.id, ran.iteration)
+        return {"diff": fit_head(text.decode("utf-8", "replace"), DIFF_BYTES, rest)}
 
     def finish_unavailable(self, ran: Ran, data: dict[str, Any], message: str) -> None:
         """The model API failed: record it as such, and try again later or stop (loop.md).
@@ -187,10 +209,10 @@ class Finisher(Recorder):
         if ran.passed:
             data = {"commit": self.wt.head(), "detail": "shipped"}
             self.emit("goal.completed", None, ran.iteration, data)
+            self.checkpoint("ship finished")
         else:
-            detail = f"the ship step exited {ran.result.exit_code}"
-            self.emit("goal.failed", None, ran.iteration, {"detail": detail})
-        self.checkpoint("ship finished")
+            # Not the end: the goal waits for a new signed ship decision (loop.md).
+            self.gate("needs_attention", "ship_failed", ship_failed_detail(ran.data()))
 
     def finish_read_only(self, ran: Ran, extra: dict[str, Any]) -> None:
         after = self.wt.work_tree_id()
@@ -268,8 +290,8 @@ class Finisher(Recorder):
     def settle_owed(self, last: Event | None) -> bool:
         """A recorded result whose consequence was never appended (killed between the two
         events): append it now, as the step's finish would have. The result is never re-run:
-        a ship that passed completes, one that failed fails, a tamper or a read-only
-        violation gates (its restore happened before the result was recorded)."""
+        a ship that passed completes, one that failed waits at ship_failed, a tamper or a
+        read-only violation gates (its restore happened before the result was recorded)."""
         if last is None or last.type != "step.finished":
             return False
         data, iteration = last.data, last.iteration
@@ -278,9 +300,9 @@ class Finisher(Recorder):
             self.emit(
                 "goal.completed", None, iteration, {"commit": self.wt.head(), "detail": "shipped"}
             )
-        elif last.step == "ship":
-            detail = f"the ship step exited {data.get('exit_code')}"
-            self.emit("goal.failed", None, iteration, {"detail": detail})
+        elif last.step == "ship" and result == "fail":
+            self.gate("needs_attention", "ship_failed", ship_failed_detail(data))
+            return True
         elif result == "tamper":
             touched = data.get("touched") or [p for p in data.get("changed", []) if is_protected(p)]
             self.gate("needs_attention", "tamper", "touched " + ", ".join(touched[:20]))

@@ -51,6 +51,7 @@ AGENT_STEPS: Final[frozenset[StepName]] = frozenset({"build"})
 GateReason = Literal[
     "ship",
     "ship_outcome_unknown",
+    "ship_failed",
     "budget_exhausted",
     "no_progress",
     "max_passes",
@@ -91,6 +92,7 @@ class GoalStarted(TypedDict):
     command_classes: NotRequired[list[str]]
     command_detail: NotRequired[str | None]
     sandbox: NotRequired[Containment]
+    objective: NotRequired[str | None]  # the objective's text, for the reports
 
 
 class StepStarted(TypedDict):
@@ -150,6 +152,7 @@ class StepFinished(TypedDict):
     destructive_classes: NotRequired[list[str]]
     destructive_detail: NotRequired[str | None]
     destructive: NotRequired[list[str | None]]
+    diff: NotRequired[str]  # the change without ledger/, bounded (record/evidence.py)
     # build, result "unavailable": the model API failed (the tool's own message); this was
     # try `unavailable_try` of `unavailable_tries` in a row, the next is due at `retry_at`
     # (absent on the last try: the goal stops at agent_unavailable)

@@ -12,6 +12,7 @@ from harness.record.cell import Cell, Unavailable
 from harness.record.events import EventType
 from harness.record.fold import apply
 from harness.record.ledger import Event, Position, Record
+from harness.record.notes import IterationEvidence
 from harness.record.visible import one_line
 
 REPORT_TAIL_EVENTS = 200
@@ -168,16 +169,19 @@ def _budget(cell: Cell) -> str:
 
 
 class MarkdownReport:
-    """Accumulates events; `render()` gives report.md. Memory is bounded by the tail size."""
+    """Accumulates events; `render()` gives report.md. Memory is bounded by the tail size
+    and by the evidence of the last REPORT_ITERATIONS iterations (record/evidence.py)."""
 
     def __init__(self, goal_id: str) -> None:
         self.goal_id = goal_id
         self.tail: deque[str] = deque(maxlen=REPORT_TAIL_EVENTS)
         self.count = 0
+        self.evidence = IterationEvidence(goal_id)
 
     def add(self, event: Event) -> None:
         self.tail.append(text_line(event))
         self.count += 1
+        self.evidence.add(event)
 
     def render(self, cell: Cell) -> str:
         rows = [
@@ -203,6 +207,7 @@ class MarkdownReport:
         )
         return (
             f"# Goal `{self.goal_id}`\n\n| field | value |\n|---|---|\n{table}\n"
+            f"{self.evidence.markdown(cell)}"
             f"## Events\n\n{note}```text\n{''.join(self.tail)}```\n"
         )
 

@@ -93,14 +93,20 @@ def git_reason(stderr: bytes | str) -> str:
 
 
 def run_git(
-    args: Sequence[str], cwd: Path, *, input: bytes | None = None, check: bool = True
+    args: Sequence[str],
+    cwd: Path,
+    *,
+    input: bytes | None = None,
+    check: bool = True,
+    extra_env: Mapping[str, str] | None = None,
 ) -> subprocess.CompletedProcess[bytes]:
+    """git with hooks and fsmonitor off, in the clean environment (plus `extra_env`)."""
     timeout = git_timeout_s()
     # Its own process group: on a timeout, a hook it started is ended with it.
     with subprocess.Popen(
         ["git", *SAFE_CONFIG, *args],
         cwd=cwd,
-        env=CLEAN_ENV,
+        env=(CLEAN_ENV | dict(extra_env)) if extra_env else CLEAN_ENV,
         stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

@@ -216,11 +216,17 @@ def test_workflow_steps_run_a_goal_and_push_it(managed: ManagedFactory, tmp_path
     temp = tmp_path / "runner-temp"
     temp.mkdir()
     names = ("Fetch goal branches", "Write the secret to a file", "Run goals", "Summary")
-    for name in (*names, "Remove the secret file"):
+    for name in (*names, "Write the report site", "Remove the secret file"):
         step = _step(wf, name)
         proc = _bash(step["run"], clone, _step_env(step, env, temp))
         assert proc.returncode == 0, (name, proc.stdout, proc.stderr)
-    assert list(temp.iterdir()) == []
+    # The secret is gone; the site the upload step takes is there.
+    assert [p.name for p in temp.iterdir()] == ["goal-harness-report"]
+    site = temp / "goal-harness-report"
+    assert sorted(p.name for p in site.iterdir()) == ["g1.html", "index.html"]
+    upload = _step(wf, "Upload the report site")
+    assert upload["uses"] == "actions/upload-artifact@v4" and upload["if"] == "always()"
+    assert upload["with"]["path"] == "${{ runner.temp }}/goal-harness-report"
     pushed = git(remote, "rev-parse", "refs/heads/harness/g1")
     assert pushed == git(clone, "rev-parse", "refs/heads/harness/g1")
     assert "g1 completed step=- iteration=1" in summary.read_text()

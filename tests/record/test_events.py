@@ -43,6 +43,7 @@ def test_statuses_and_gates_are_the_contracts() -> None:
     assert set(GATE_REASONS) == {
         "ship",
         "ship_outcome_unknown",
+        "ship_failed",
         "budget_exhausted",
         "no_progress",
         "max_passes",

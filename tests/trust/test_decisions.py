@@ -71,6 +71,8 @@ def _owners(key: Key) -> tuple[Owner, ...]:
         ("unpark destructive:deploy", "destructive:deploy", True),
         ("unpark destructive:deploy", "destructive:drop", False),
         ("unpark ship", "ship", False),  # only a ship decision ships
+        ("ship", "ship_failed", True),  # a failed ship is retried by a new ship decision
+        ("unpark ship_failed", "ship_failed", False),
         ("unpark tamper", None, False),
     ],
 )

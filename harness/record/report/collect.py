@@ -13,6 +13,8 @@ from harness.record.cell import Cell
 from harness.record.events import EventType
 from harness.record.fold import apply
 from harness.record.ledger import Event, Position, Record
+from harness.record.notes import IterationEvidence
+from harness.record.render import describe
 from harness.record.report.cells import tone_of
 from harness.record.report.model import (
     HEAD_ENTRIES,
@@ -110,7 +112,7 @@ class Collector:
     def __init__(self, goal_id: str) -> None:
         self.cell = Cell(goal=goal_id)
         self.events = 0
-        self.first_ts = self.last_ts = ""
+        self.first_ts = self.last_ts = self.last_event = ""
         self.approvers: tuple[str, ...] = ()
         self.iterations: Window[Iteration] = Window(HEAD_ITERATIONS, TAIL_ITERATIONS)
         self.decisions: Window[Decision] = Window(HEAD_ENTRIES, TAIL_ENTRIES)
@@ -119,6 +121,7 @@ class Collector:
         self.open_steps: dict[tuple[str, int], StepRow] = {}
         self.cut_off: set[tuple[str, int]] = set()
         self.open_gate: Gate | None = None
+        self.evidence = IterationEvidence(goal_id)  # what a reviewer reads (record/notes.py)
 
     def add(self, record: Record) -> None:
         event = record.event
@@ -127,9 +130,11 @@ class Collector:
         self.events += 1
         self.first_ts = self.first_ts or event.ts
         self.last_ts = event.ts
+        self.last_event = cut(describe(event), 200)
         # The ledger may hold a type this version does not name; it still gets its row.
         handler = HANDLERS.get(cast(EventType, event.type), Collector.on_other)
         handler(self, event, before)
+        self.evidence.add(event)
 
     def row(self, iteration: int, row: Row) -> None:
         """Rows group by iteration in ledger order; a new number starts a new group."""
@@ -187,8 +192,20 @@ class Collector:
             self.chart.add(Point(self.chart.count + 1, self.cell.used, self.cell.limit))
 
     def on_done_blocked(self, event: Event, before: Cell) -> None:
+        failed = ", ".join(names(event.data.get("lessons_failed")))
         missing = ", ".join(names(event.data.get("missing")))
-        self.mark(event, "blocked", "done gate blocked", "warn", f"missing: {missing}")
+        why = f"lesson check failed: {failed}" if failed else f"missing: {missing}"
+        self.mark(event, "blocked", "done gate blocked", "warn", why)
+
+    def on_lesson_checked(self, event: Event, before: Cell) -> None:
+        data = event.data
+        passed = data.get("passed") is True
+        verdict = "passed" if passed else "failed"
+        label = f"lesson {as_text(data.get('name'))} check {verdict}"
+        detail = f"exit {as_text(data.get('exit_code'))}"
+        if not passed and data.get("output_tail"):
+            detail += ": " + _first_line(data.get("output_tail"))
+        self.mark(event, "lesson", label, "pass" if passed else "fail", detail)
 
     def on_gated(self, event: Event, before: Cell) -> None:
         data = event.data
@@ -254,7 +271,7 @@ HANDLERS: dict[EventType, Callable[[Collector, Event, Cell], None]] = {
     "goal.started": Collector.on_approved,
     "goal.revised": Collector.on_approved,
     "step.started": Collector.on_step_started,
-    "lesson.checked": Collector.on_other,
+    "lesson.checked": Collector.on_lesson_checked,
     "step.interrupted": Collector.on_other,
     "step.cutoff": Collector.on_step_cutoff,
     "step.finished": Collector.on_step_finished,

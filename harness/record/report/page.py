@@ -15,6 +15,7 @@ from harness.record.report.cells import badge, tone_of
 from harness.record.report.collect import Collector
 from harness.record.report.fmt import plural
 from harness.record.report.gates import decisions_section, gates_section
+from harness.record.report.review import changes_section, decision_section, objective_section
 from harness.record.report.safe import cut, esc
 from harness.record.report.style import CSS
 from harness.record.report.timeline import timeline_section
@@ -22,12 +23,23 @@ from harness.record.report.timeline import timeline_section
 
 def render_html(records: Iterable[Record], goal_id: str, verify_note: str) -> bytes:
     """The whole report page for one goal, from its verified records alone."""
+    return render_collected(collect(records, goal_id), goal_id, verify_note)
+
+
+def collect(records: Iterable[Record], goal_id: str) -> Collector:
     page = Collector(goal_id)
     for record in records:
         page.add(record)
+    return page
+
+
+def render_collected(page: Collector, goal_id: str, verify_note: str) -> bytes:
     parts = [
-        _head(goal_id),
+        head(f"goal {goal_id} · goal-harness report"),
         _header(page, goal_id, verify_note),
+        objective_section(page.evidence),
+        decision_section(page.evidence, page.cell),
+        changes_section(page.evidence),
         budget_section(page),
         timeline_section(page, goal_id),
         gates_section(page),
@@ -38,7 +50,8 @@ def render_html(records: Iterable[Record], goal_id: str, verify_note: str) -> by
     return "".join(parts).encode("utf-8")
 
 
-def _head(goal_id: str) -> str:
+def head(title: str) -> str:
+    """The page's head: nothing may load or run; the stylesheet inline."""
     return (
         '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
         # Nothing may load or run, even if some text ever escaped its escaping.
@@ -46,7 +59,7 @@ def _head(goal_id: str) -> str:
         "content=\"default-src 'none'; style-src 'unsafe-inline'\">\n"
         '<meta name="referrer" content="no-referrer">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
-        f"<title>goal {esc(goal_id)} · goal-harness report</title>\n"
+        f"<title>{esc(title)}</title>\n"
         f"<style>{CSS}</style>\n</head>\n<body>\n<main>\n"
     )
 

@@ -58,6 +58,15 @@ th.num{text-align:right}
 #budget-chart .panel-title{font-weight:600;fill:var(--ink)}
 #budget-chart .limit-label{fill:var(--fail);font-size:11px}
 #budget-chart .note{fill:var(--muted);font-size:16px}
+pre.block,pre.diff{margin:4px 0 10px;padding:8px 10px;background:var(--soft);border:1px solid var(--line);
+border-radius:6px;font:12px/1.4 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;overflow-x:auto}
+pre.diff{white-space:pre}pre.diff span{display:block}
+pre.diff .add{background:var(--pass-bg);color:#116329}pre.diff .del{background:var(--fail-bg);color:#82071e}
+pre.diff .hunk{color:var(--info)}pre.diff .file{font-weight:600}pre.diff .more{color:var(--muted);font-style:italic}
+.iteration-evidence{border-top:1px solid var(--line);padding-top:4px}
+.iteration-evidence h3{font-size:15px;margin:12px 0 4px}.iteration-evidence h4{font-size:13px;margin:8px 0 2px}
+.iteration-evidence ul{margin:4px 0;padding-left:18px}
+#sign-command{font-size:14px;padding:2px 6px;background:var(--warn-bg);border-radius:4px}
 footer{margin-top:36px;color:var(--muted);font-size:12px}
 @media print{body{font-size:10pt}main{max-width:none;padding:0}
 *{-webkit-print-color-adjust:exact;print-color-adjust:exact}
