@@ -29,6 +29,7 @@ from harness.record.render import unavailable_text
 from harness.record.visible import block, one_line
 from harness.store.gitrepo import GitError, Repo
 from harness.store.lock import GoalLock
+from harness.trust.approvals import NotApproved
 from harness.trust.decisions import bound_to
 from harness.trust.secret import Secret
 
@@ -178,6 +179,8 @@ def _run_one(
     try:
         with lock:
             cell = advance(goal_id)
+    except NotApproved as exc:
+        return _waits_for_approval(goal_id, exc, err, quiet)
     except HarnessError as exc:
         label = (
             "busy"
@@ -193,6 +196,14 @@ def _run_one(
     if waiting is not None and waiting.retry_at is not None and not quiet:
         err.write(f"harness: {goal_id}: waiting: {unavailable_text(waiting)}\n")
     return {"id": goal_id, "result": "ok", "exit_code": 0, "status": cell.status, "gate": cell.gate}
+
+
+def _waits_for_approval(goal_id: str, exc: NotApproved, err: TextIO, quiet: bool) -> dict[str, Any]:
+    """Not approved yet (or edited since): a normal state, not a failure. Nothing was run or
+    written for the goal; the others go on and the run exits 0 (cli.md)."""
+    if not quiet:
+        err.write(f"harness: {goal_id}: waiting for approval: {one_line(exc)}\n")
+    return {"id": goal_id, "result": "waiting_for_approval", "exit_code": 0, "message": str(exc)}
 
 
 def run_parallel(

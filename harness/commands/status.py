@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sys
 from collections.abc import Mapping
@@ -10,14 +11,17 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from harness.commands.session import Session, open_session
+from harness.errors import HarnessError
 from harness.loop.control import Control
 from harness.loop.sandbox import notice
 from harness.record.cell import Cell, Unavailable, parse_cell
+from harness.record.events import TERMINAL, WAITING
 from harness.record.render import unavailable_text
 from harness.record.visible import one_line
 from harness.store.gitrepo import Repo
 from harness.store.lock import GoalLock
 from harness.store.objects import branch_heads, read_blobs
+from harness.trust.approvals import NotApproved, find_run_approval
 from harness.trust.secret import Secret
 
 PARKED_EXIT = 10
@@ -104,7 +108,26 @@ def _row(
         "branch": branch,
         "head": heads.get(branch),
         "unavailable": asdict(cell.unavailable) if cell.unavailable else None,
+        "waiting_for_approval": _waits_for_approval(control, goal_id, cell),
     }
+
+
+def _waits_for_approval(control: Control, goal_id: str, cell: Cell) -> bool:
+    """Whether `harness run` would skip the goal as not (re-)approved yet (cli.md).
+
+    Only for a goal not finished and not already at a gate (the gate says what it waits
+    for); a broken or forged approval is not "waiting": `run` refuses it (exit 3)."""
+    if cell.status in TERMINAL or cell.status in WAITING:
+        return False
+    try:
+        sha256 = hashlib.sha256(control.goal_bytes(goal_id)).hexdigest()
+        source = f"goals/{goal_id}.approval"
+        find_run_approval(control.approvals(goal_id), control.owners(), goal_id, sha256, source)
+    except NotApproved:
+        return True
+    except HarnessError:
+        return False  # no goal file, a broken approval: `check` and `run` name it
+    return False
 
 
 def _line(row: Mapping[str, Any]) -> str:
@@ -114,6 +137,8 @@ def _line(row: Mapping[str, Any]) -> str:
         f"{row['id']} {row['status']} step={row['step'] or '-'} iteration={row['iteration']} "
         f"failing={row['failing_test'] or '-'} budget: {budget} gate={row['gate'] or '-'}"
     )
+    if row.get("waiting_for_approval"):
+        line += f" waiting for approval (run `harness approve {row['id']} --key KEY`)"
     unavailable = row.get("unavailable")
     return f"{line} {unavailable_text(Unavailable(**unavailable))}" if unavailable else line
 
