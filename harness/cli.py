@@ -208,20 +208,29 @@ def run(
     _done(run_run(_cwd(), list(goal_ids), max_steps, push, os.environ, jobs=jobs, as_json=as_json))
 
 
+_DECISION_PUSH = click.option(
+    "--push",
+    metavar="REMOTE",
+    help="Commit the decision on the control branch and push it to this remote.",
+)
+
+
 @cli.command()
 @click.argument("goal_id")
 @_OWNER_KEY
-def ship(goal_id: str, key: Path) -> None:
+@_DECISION_PUSH
+def ship(goal_id: str, key: Path, push: str | None) -> None:
     """Sign a ship decision bound to the parked commit and ledger head; the ship step runs.
 
     With the secret at hand the ship step runs at once; otherwise commit
-    goals/<id>.approval and the next `harness run` ships.
+    goals/<id>.approval and the next `harness run` ships. With --push REMOTE the decision
+    is committed and pushed; the next `harness run --push REMOTE` ships.
 
-    Example: harness ship fix-login-timeout --key ~/.ssh/id_ed25519
+    Example: harness ship fix-login-timeout --key ~/.ssh/id_ed25519 --push origin
     """
     from harness.commands.decide import ship as run_ship
 
-    _done(run_ship(_cwd(), goal_id, key, os.environ, sys.stdout))
+    _done(run_ship(_cwd(), goal_id, key, os.environ, sys.stdout, push=push))
 
 
 @cli.command()
@@ -233,14 +242,15 @@ def ship(goal_id: str, key: Path) -> None:
     metavar="K=V[,K=V]",
     help="New limits, e.g. iterations=5,cost_usd=40.",
 )
-def unpark(goal_id: str, key: Path, extend: str | None) -> None:
+@_DECISION_PUSH
+def unpark(goal_id: str, key: Path, extend: str | None, push: str | None) -> None:
     """Sign a decision to cross the goal's current (non-ship) gate.
 
     Example: harness unpark fix-login-timeout --key ~/.ssh/id_ed25519 --extend-budget iterations=5
     """
     from harness.commands.decide import unpark as run_unpark
 
-    _done(run_unpark(_cwd(), goal_id, key, extend, os.environ, sys.stdout))
+    _done(run_unpark(_cwd(), goal_id, key, extend, os.environ, sys.stdout, push=push))
 
 
 @cli.command()

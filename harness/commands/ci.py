@@ -19,7 +19,7 @@ from harness.errors import InvalidInput
 from harness.loop.control import CONFIG_PATH
 from harness.model.config import parse_config
 from harness.store.fsutil import atomic_write
-from harness.store.gitrepo import Repo
+from harness.store.gitrepo import Repo, run_git
 from harness.trust.secret import ENV_SECRET_FILE, default_secret_file
 
 WORKFLOW_PATH = ".github/workflows/harness.yml"
@@ -111,6 +111,17 @@ def _write_units(directory: Path, units: Mapping[str, str], force: bool, out: Te
 
 
 # --- shared -----------------------------------------------------------------------------
+
+
+def run_words(repo: Repo) -> list[str]:
+    """`run`, with `--push REMOTE` when the repository has a remote to follow: `origin`, else
+    its only remote. Each pass then fetches the control branch (new approvals and decisions)
+    and the goal branches first, and pushes what it does (remote.md)."""
+    names = run_git(["remote"], repo.root).stdout.decode().split()
+    remote = "origin" if "origin" in names else names[0] if len(names) == 1 else None
+    if remote is None or _SYSTEMD_UNSAFE.search(remote) or "%" in remote:
+        return ["run"]
+    return ["run", "--push", remote]
 
 
 def harness_command() -> list[str]:
@@ -273,7 +284,7 @@ def cron_line(repo: Repo, every_minutes: int, secret_file: Path, command: list[s
     for path in (repo.root, secret_file, log, *map(Path, command)):
         _cron_safe(path)
     when, _ = schedule(every_minutes)
-    run = " ".join(shlex.quote(word) for word in [*command, "run"])
+    run = " ".join(shlex.quote(word) for word in [*command, *run_words(repo)])
     return (
         f"{when} cd {shlex.quote(str(repo.root))} && "
         f"{ENV_SECRET_FILE}={shlex.quote(str(secret_file))} {run} "
@@ -300,7 +311,7 @@ def systemd_service(repo: Repo, secret_file: Path, command: list[str]) -> str:
     return _SERVICE.format(
         root=root,
         secret_file=secret_file,
-        exec_start=" ".join([*command, "run"]),
+        exec_start=" ".join([*command, *run_words(repo)]),
         writable=" ".join(map(str, writable)),
         secret_env=ENV_SECRET_FILE,
     )

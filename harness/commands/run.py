@@ -59,7 +59,20 @@ def run(
         raise InvalidInput(f"--jobs: {jobs} (expected a whole number ≥ 1)")
     # The goal ids are checked before any lock file or worktree path is made from them.
     with open_session(cwd, env, goal_ids) as session:
+        if push is None or not _follow_control(session, push):
+            return _run(session, goal_ids, max_steps, push, env, out, err, clock, jobs, as_json)
+    # The control branch moved: read goals, approvals and owners again at its new commit.
+    with open_session(cwd, env, goal_ids) as session:
         return _run(session, goal_ids, max_steps, push, env, out, err, clock, jobs, as_json)
+
+
+def _follow_control(session: Session[Secret], push: str) -> bool:
+    """`--push REMOTE`: first bring the control branch to the remote's (remote.md)."""
+    from harness.store.controlref import follow_control
+    from harness.store.remote import Remote
+
+    Remote.check(session.repo, push)
+    return follow_control(session.repo, push, session.control.ref)
 
 
 def _run(

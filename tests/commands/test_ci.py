@@ -380,6 +380,19 @@ def test_cron_line_has_five_time_fields_and_runs_harness(repo: Path, tmp_path: P
     assert words[5:] == ["run", ">>", str(repo / ".git" / "harness" / "cron.log"), "2>&1"]
 
 
+def test_cron_and_systemd_follow_the_remote(repo: Path, tmp_path: Path) -> None:
+    bare = tmp_path / "remote.git"
+    subprocess.run(["git", "clone", "-q", "--bare", str(repo), str(bare)], check=True)
+    subprocess.run(["git", "remote", "add", "origin", str(bare)], cwd=repo, check=True)
+    env = {"HARNESS_SECRET_FILE": str(tmp_path / "secret")}
+    fields, _ = _cron(repo, 30, env)
+    assert shlex.split(fields[5])[5:8] == ["run", "--push", "origin"]
+    out = io.StringIO()
+    assert ci_systemd(repo, out, None, 30, env) == 0
+    service = _ini(_printed_units(out.getvalue())[SERVICE_NAME])["Service"]
+    assert service["ExecStart"].endswith(" run --push origin")
+
+
 def test_cron_uses_the_default_secret_file(repo: Path, tmp_path: Path) -> None:
     fields, text = _cron(repo, 10, {"XDG_CONFIG_HOME": str(tmp_path / "cfg")})
     assert f"HARNESS_SECRET_FILE={tmp_path / 'cfg' / 'goal-harness' / 'secret'}" in fields[5]

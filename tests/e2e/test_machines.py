@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import subprocess
+from pathlib import Path
 
 import yaml
 
@@ -79,3 +81,73 @@ def test_a_forged_approval_is_still_refused(managed: ManagedFactory) -> None:
     (repo.root / "goals" / "g2.yaml").write_text(yaml.safe_dump(goal, sort_keys=False))
     git(repo.root, "commit", "-qam", "edit again")
     assert "does not verify" in repo.harness("run", "g2", check=3).stderr
+
+
+SHIP = {"run": ["sh", "-c", 'echo shipped >> "$TEST_COUNTER_DIR/ship.log"; touch SHIPPED']}
+
+
+def clone(seed: ManagedRepo, bare: Path, path: Path, secret: bool = True) -> ManagedRepo:
+    subprocess.run(["git", "clone", "-q", str(bare), str(path)], check=True)
+    env = {k: v for k, v in seed.env.items() if secret or k != "HARNESS_SECRET"}
+    return ManagedRepo(path, seed.key, seed.counters, seed.goal_id, env)
+
+
+def parked_team(managed: ManagedFactory, tmp_path: Path) -> tuple[Path, ManagedRepo]:
+    """A bare remote and a runner clone whose `run --push origin` parked g1 at ship."""
+    seed = managed(goal=base_goal() | {"ship": SHIP}, mode="fix-on-1")
+    bare = tmp_path / "remote.git"
+    subprocess.run(["git", "clone", "-q", "--bare", str(seed.root), str(bare)], check=True)
+    runner = clone(seed, bare, tmp_path / "runner")
+    runner.harness("run", "--push", "origin", check=0)
+    assert runner.status()["gate"] == "ship"
+    return bare, runner
+
+
+def test_a_ship_pushed_from_a_laptop_is_shipped_by_the_runner(
+    managed: ManagedFactory, tmp_path: Path
+) -> None:
+    bare, runner = parked_team(managed, tmp_path)
+    laptop = clone(runner, bare, tmp_path / "laptop", secret=False)
+    key = str(laptop.key.private)
+    out = laptop.harness("ship", "g1", "--key", key, "--push", "origin", check=0).stdout
+    assert "(state read unverified: no secret here: not checked)" in out
+    assert "pushed main to origin; the next `harness run --push origin` acts on it" in out
+    assert laptop.count("ship") == []
+    # The runner's checkout has main checked out: it is fast-forwarded, files included.
+    runner.harness("run", "--push", "origin", check=0)
+    assert runner.count("ship") == ["shipped"]
+    assert runner.status()["status"] == "completed"
+    assert (runner.root / "goals" / "g1.approval").read_text().count("decision ship") == 1
+    assert git(runner.root, "status", "--porcelain") == ""
+    runner.harness("run", "--push", "origin", check=0)
+    assert runner.count("ship") == ["shipped"]
+
+
+def test_a_diverged_control_branch_is_refused(managed: ManagedFactory, tmp_path: Path) -> None:
+    bare, runner = parked_team(managed, tmp_path)
+    laptop = clone(runner, bare, tmp_path / "laptop", secret=False)
+    laptop.harness("ship", "g1", "--key", str(laptop.key.private), "--push", "origin", check=0)
+    (runner.root / "notes.txt").write_text("a local commit nobody pushed\n")
+    git(runner.root, "add", "notes.txt")
+    git(runner.root, "commit", "-qm", "local")
+    proc = runner.harness("run", "--push", "origin", check=3)
+    assert "main: the control branch diverged from origin/main" in proc.stderr
+    assert "nothing was run" in proc.stderr and "Traceback" not in proc.stderr
+    assert runner.count("ship") == [] and runner.status()["gate"] == "ship"
+
+
+def test_a_dirty_checkout_in_the_way_is_refused(managed: ManagedFactory, tmp_path: Path) -> None:
+    bare, runner = parked_team(managed, tmp_path)
+    laptop = clone(runner, bare, tmp_path / "laptop", secret=False)
+    laptop.harness("ship", "g1", "--key", str(laptop.key.private), "--push", "origin", check=0)
+    (runner.root / "goals" / "g1.approval").write_text("a local edit\n")
+    proc = runner.harness("run", "--push", "origin", check=3)
+    assert "cannot fast-forward the checked-out control branch to origin/main" in proc.stderr
+    assert (runner.root / "goals" / "g1.approval").read_text() == "a local edit\n"
+    assert runner.count("ship") == []
+    # Unrelated local changes do not stand in the way.
+    git(runner.root, "checkout", "--", "goals/g1.approval")
+    (runner.root / "scratch.txt").write_text("mine\n")
+    runner.harness("run", "--push", "origin", check=0)
+    assert runner.count("ship") == ["shipped"]
+    assert (runner.root / "scratch.txt").read_text() == "mine\n"
