@@ -8,14 +8,26 @@ fetched from that remote first. See docs/specs/remote.md, "Acting from any clone
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TextIO
 
 from harness.errors import InvalidInput
 from harness.loop.control import Control
+from harness.record.unverified import UNVERIFIED
 from harness.store.gitrepo import Repo, run_git
+from harness.trust.secret import ENV_SECRET, ENV_SECRET_FILE, default_secret_file
 
-UNVERIFIED = "no secret here: not checked"
+__all__ = ["UNVERIFIED", "goal_ref", "remote_goal_branches", "secret_here"]
+
+
+def secret_here(env: Mapping[str, str]) -> bool:
+    """Whether this machine is set up with a secret at all (HARNESS_SECRET, the file named
+    by HARNESS_SECRET_FILE, or the default file). Without one, `status` and `replay` read
+    the record unverified; a secret that is there but wrong is still exit 3."""
+    if env.get(ENV_SECRET) or env.get(ENV_SECRET_FILE):
+        return True
+    return default_secret_file(env).exists()
 
 
 def goal_ref(repo: Repo, control: Control, goal_id: str, remote: str | None = None) -> str | None:

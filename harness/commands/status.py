@@ -10,11 +10,12 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, TextIO
 
+from harness.commands.remote_goal import UNVERIFIED, remote_goal_branches, secret_here
 from harness.commands.session import Session, open_session
 from harness.errors import HarnessError
 from harness.loop.control import Control
 from harness.loop.sandbox import notice
-from harness.record.cell import Cell, Unavailable, parse_cell
+from harness.record.cell import Cell, Unavailable, parse_cell, peek_cell
 from harness.record.events import TERMINAL, WAITING
 from harness.record.render import unavailable_text
 from harness.record.visible import one_line
@@ -38,9 +39,14 @@ def status(
     out: TextIO,
     err: TextIO = sys.stderr,
 ) -> int:
-    with open_session(cwd, env, goal_ids) as session:
-        rows = _rows(session, goal_ids)
-        uncontained = notice(session.control.config.sandbox, env)
+    session = (
+        open_session(cwd, env, goal_ids)
+        if secret_here(env)
+        else open_session(cwd, env, goal_ids, need_secret=False)
+    )
+    with session as opened:
+        rows = _rows(opened, goal_ids)
+        uncontained = notice(opened.control.config.sandbox, env)
     if uncontained is not None:  # on stderr: stdout stays one line (or one object) per goal
         err.write(f"harness: {uncontained}\n")
     if as_json:
@@ -50,14 +56,20 @@ def status(
     return _check_code(rows) if check else 0
 
 
-def _rows(session: Session[Secret], goal_ids: list[str]) -> list[dict[str, Any]]:
-    """One row per goal named, or per goal on the control ref or with a branch."""
+def _rows(
+    session: Session[Secret] | Session[Secret | None], goal_ids: list[str]
+) -> list[dict[str, Any]]:
+    """One row per goal named, or per goal on the control ref or with a branch (a goal
+    branch this clone has only as a remote's counts: remote_goal.remote_goal_branches)."""
     repo, control, secret = session.repo, session.control, session.secret
     prefix = control.config.branch_prefix
     heads = branch_heads(repo.root, prefix)
+    for goal_id, ref in remote_goal_branches(repo, prefix).items():
+        if f"{prefix}{goal_id}" not in heads and (sha := repo.rev_parse(ref)) is not None:
+            heads[f"{prefix}{goal_id}"] = sha
     ids = goal_ids or sorted(set(control.goal_ids()) | {b[len(prefix) :] for b in heads})
     return [
-        _row(repo, control, goal_id, heads, cell, secret.goal_key(goal_id))
+        _row(repo, control, goal_id, heads, cell, secret.goal_key(goal_id) if secret else None)
         for goal_id, cell in zip(ids, _cells(repo, control, ids, heads), strict=True)
     ]
 
@@ -88,11 +100,13 @@ def _row(
     goal_id: str,
     heads: dict[str, str],
     data: bytes | None,
-    key: bytes,
+    key: bytes | None,
 ) -> dict[str, Any]:
     branch = f"{control.config.branch_prefix}{goal_id}"
     source = f"{branch}:ledger/{goal_id}/state.json"
-    cell = parse_cell(data, source, goal_id, key) if data is not None else Cell(goal=goal_id)
+    cell = Cell(goal=goal_id)
+    if data is not None:
+        cell = parse_cell(data, source, goal_id, key) if key else peek_cell(data, source, goal_id)
     shown = cell.status
     if shown == "running" and not GoalLock(repo.harness_dir() / "locks", goal_id).held_elsewhere():
         shown = "paused"
@@ -109,6 +123,7 @@ def _row(
         "head": heads.get(branch),
         "unavailable": asdict(cell.unavailable) if cell.unavailable else None,
         "waiting_for_approval": _waits_for_approval(control, goal_id, cell),
+        "verified": key is not None,
     }
 
 
@@ -139,6 +154,8 @@ def _line(row: Mapping[str, Any]) -> str:
     )
     if row.get("waiting_for_approval"):
         line += f" waiting for approval (run `harness approve {row['id']} --key KEY`)"
+    if row.get("verified") is False:
+        line += f" (unverified: {UNVERIFIED})"
     unavailable = row.get("unavailable")
     return f"{line} {unavailable_text(Unavailable(**unavailable))}" if unavailable else line
 

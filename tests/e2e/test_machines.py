@@ -151,3 +151,56 @@ def test_a_dirty_checkout_in_the_way_is_refused(managed: ManagedFactory, tmp_pat
     runner.harness("run", "--push", "origin", check=0)
     assert runner.count("ship") == ["shipped"]
     assert (runner.root / "scratch.txt").read_text() == "mine\n"
+
+
+def test_a_fresh_clone_without_the_secret_reads_and_decides(
+    managed: ManagedFactory, tmp_path: Path
+) -> None:
+    bare, runner = parked_team(managed, tmp_path)
+    laptop = clone(runner, bare, tmp_path / "laptop", secret=False)
+    laptop.env["XDG_CONFIG_HOME"] = str(tmp_path / "no-config")  # no default secret file
+    assert git(laptop.root, "branch", "--list", "harness/*") == ""  # only origin/harness/g1
+    row = json.loads(laptop.harness("status", "--json", check=0).stdout)[0]
+    assert (row["id"], row["status"], row["gate"], row["verified"]) == (
+        "g1",
+        "parked_at_eyes",
+        "ship",
+        False,
+    )
+    line = laptop.harness("status", "g1", check=0).stdout
+    assert line.rstrip().endswith("gate=ship (unverified: no secret here: not checked)")
+    replayed = laptop.harness("replay", "g1", check=0)
+    assert replayed.stdout == runner.harness("replay", "g1", check=0).stdout
+    assert replayed.stderr == "harness: g1: unverified: no secret here: not checked\n"
+    out = laptop.harness("ship", "g1", "--key", str(laptop.key.private), check=0).stdout
+    assert "signed `ship` for g1" in out and "no secret here: not checked" in out
+    assert "next: commit goals/g1.approval" in out
+    git(laptop.root, "commit", "-qam", "ship g1")
+    git(laptop.root, "push", "-q", "origin", "main")
+    runner.harness("run", "--push", "origin", check=0)
+    assert runner.count("ship") == ["shipped"]
+
+
+def test_a_record_forged_without_the_secret_is_refused_by_the_runner(
+    managed: ManagedFactory, tmp_path: Path
+) -> None:
+    bare, runner = parked_team(managed, tmp_path)
+    laptop = clone(runner, bare, tmp_path / "laptop", secret=False)
+    laptop.env["XDG_CONFIG_HOME"] = str(tmp_path / "no-config")
+    # Without the secret anyone can rewrite the cell: say it parked at another commit.
+    git(laptop.root, "worktree", "add", "-q", "-b", "harness/g1", "../forge", "origin/harness/g1")
+    forge = tmp_path / "forge"
+    cell_path = forge / "ledger" / "g1" / "state.json"
+    cell = json.loads(cell_path.read_text())
+    cell["gate_commit"] = git(laptop.root, "rev-parse", "main")
+    cell_path.write_text(json.dumps(cell))
+    git(forge, "commit", "-qam", "forged")
+    git(forge, "push", "-q", "origin", "harness/g1")
+    # The laptop reads the forged state unverified and signs a decision bound to it.
+    out = laptop.harness("ship", "g1", "--key", str(laptop.key.private), "--push", "origin")
+    assert out.returncode == 0, out.stderr
+    assert f"at commit {cell['gate_commit']}" in out.stdout
+    proc = runner.harness("run", "--push", "origin")
+    assert proc.returncode == 3, (proc.stdout, proc.stderr)
+    assert "MAC" in proc.stderr
+    assert runner.count("ship") == []
