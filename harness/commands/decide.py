@@ -150,8 +150,35 @@ def _act_now(
 
     ctx = RunContext(control, secret, SystemClock(), print_line, env, runner=runner_id(repo))
     with GoalLock(repo.harness_dir() / "locks", goal_id):
-        advance_goal(repo, ctx, goal_id, extra=(record,))
+        before = _seen(repo, control, goal_id)
+        cell = advance_goal(repo, ctx, goal_id, extra=(record,))
+        _tell(repo, control, goal_id, before, cell, env)
     return 0
+
+
+def _seen(repo: Repo, control: Control, goal_id: str) -> tuple[str, str | None] | None:
+    if control.config.notify is None:
+        return None
+    from harness.loop.notify import seen_before
+
+    return seen_before(repo, control.branch(goal_id), goal_id, None)
+
+
+def _tell(
+    repo: Repo,
+    control: Control,
+    goal_id: str,
+    before: tuple[str, str | None] | None,
+    cell: Cell,
+    env: Mapping[str, str],
+) -> None:
+    """The decision moved the goal on here: notify as `run` would (loop/notify.py)."""
+    if before is not None:
+        import sys
+
+        from harness.loop.notify import notify_transition
+
+        notify_transition(repo, control.config, goal_id, before, cell, env, sys.stderr)
 
 
 def _current_cell(

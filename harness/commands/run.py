@@ -138,7 +138,9 @@ def _run(
             return cell
         from harness.loop.advance import advance_goal
 
-        return advance_goal(repo, context(), goal_id)
+        if control.config.notify is None:
+            return advance_goal(repo, context(), goal_id)
+        return _advance_and_tell(repo, context(), goal_id, advance_goal, None if as_json else err)
 
     with interruptible():
         for goal_id in ids:
@@ -152,6 +154,24 @@ def _run(
     if as_json:
         out.write(json.dumps({"exit_code": code, "goals": outcomes}, indent=2) + "\n")
     return code
+
+
+def _advance_and_tell(
+    repo: Repo,
+    ctx: RunContext,
+    goal_id: str,
+    advance_goal: Callable[[Repo, RunContext, str], Cell],
+    err: TextIO | None,
+) -> Cell:
+    """Advance, then notify once if the goal moved into a state to tell (loop/notify.py)."""
+    from harness.loop.notify import notify_transition, seen_before
+
+    branch = ctx.control.branch(goal_id)
+    remote_ref = ctx.remote.tracking(branch) if ctx.remote is not None else None
+    before = seen_before(repo, branch, goal_id, remote_ref)
+    cell = advance_goal(repo, ctx, goal_id)
+    notify_transition(repo, ctx.control.config, goal_id, before, cell, ctx.base_env, err)
+    return cell
 
 
 def _step_summary(env: Mapping[str, str], repo: Repo, goal_id: str) -> None:
