@@ -357,14 +357,19 @@ _EVERY = click.option(
 
 @ci.command("github")
 @click.option("--force", is_flag=True, help="Replace an existing .github/workflows/harness.yml.")
-def ci_github(force: bool) -> None:
+@click.option(
+    "--install",
+    metavar="SPEC",
+    help="What the workflow pip-installs (default: this harness's version, pinned).",
+)
+def ci_github(force: bool, install: str | None) -> None:
     """Write .github/workflows/harness.yml: every 30 minutes, one run at a time.
 
     Example: harness ci github && harness secret new --print | gh secret set HARNESS_SECRET
     """
     from harness.commands.ci import ci_github as run_ci_github
 
-    _done(run_ci_github(_cwd(), sys.stdout, force))
+    _done(run_ci_github(_cwd(), sys.stdout, force, install))
 
 
 @ci.command("cron")

@@ -38,15 +38,16 @@ EVERY_EXPECTED = (
 _SYSTEMD_UNSAFE = re.compile(r"[\s\"'\\$%;\x00-\x1f\x7f]")
 
 
-def ci_github(cwd: Path, out: TextIO, force: bool) -> int:
+def ci_github(cwd: Path, out: TextIO, force: bool, install: str | None = None) -> int:
     """Write .github/workflows/harness.yml; refuse to replace one unless `force`."""
+    spec = install_spec(install)
     root = Repo.discover(cwd).root
     target = root / WORKFLOW_PATH
     if target.exists() and not force:
         raise InvalidInput(
             f"{WORKFLOW_PATH}: already exists (expected no file; pass --force to replace it)"
         )
-    atomic_write(target, github_workflow(_branch_prefix(root)).encode())
+    atomic_write(target, github_workflow(_branch_prefix(root), spec).encode())
     out.write(f"wrote {WORKFLOW_PATH}\n")
     out.write(
         "next: add the repository secret HARNESS_SECRET (a value from "
@@ -164,9 +165,30 @@ def _every_text(every_minutes: int) -> str:
 # --- GitHub Actions ---------------------------------------------------------------------
 
 
-def github_workflow(branch_prefix: str) -> str:
+def github_workflow(branch_prefix: str, install: str | None = None) -> str:
     refs = f"refs/heads/{branch_prefix}"
-    return _WORKFLOW.replace("@REFS@", refs).replace("@PREFIX@", branch_prefix)
+    spec = install_spec(install)
+    text = _WORKFLOW.replace("@REFS@", refs).replace("@PREFIX@", branch_prefix)
+    return text.replace("@INSTALL@", spec)
+
+
+# A requirement (`goal-harness==0.1.0`) or a pip URL (`git+https://…@<tag>`): one shell word
+# inside double quotes in a YAML plain scalar, so nothing that could end either.
+_INSTALL_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._\-\[\],=<>!~+:/@#%]*")
+
+
+def install_spec(install: str | None) -> str:
+    """What the workflow installs: `install`, else this harness's own version, pinned."""
+    from harness import __version__
+
+    spec = f"goal-harness=={__version__}" if install is None else install
+    if not _INSTALL_RE.fullmatch(spec):
+        raise InvalidInput(
+            f"--install: {spec!r} is not an install spec (expected a pinned requirement such "
+            "as goal-harness==0.1.0, or a pip URL such as git+https://…/goal-harness@v0.1.0, "
+            "without blanks, quotes or $)"
+        )
+    return spec
 
 
 # Written as text, not dumped from a dict, so that the comments reach the reader. The run
@@ -196,6 +218,8 @@ permissions:
 jobs:
   run:
     runs-on: ubuntu-latest
+    # A bound on a stuck job; each step also has its own timeout in the goal file.
+    timeout-minutes: 360
     steps:
       - uses: actions/checkout@v4
         with:
@@ -204,8 +228,9 @@ jobs:
         with:
           python-version: "3.11"
       - name: Install goal-harness
-        # Pin a version for repeatable runs: python -m pip install "goal-harness==X.Y.Z"
-        run: python -m pip install goal-harness
+        # Pinned (`harness ci github --install SPEC`): this job holds contents: write and
+        # the secret, so it installs exactly this, never whatever a name resolves to today.
+        run: python -m pip install "@INSTALL@"
       - name: Install bubblewrap
         # Every step runs contained under bwrap (`sandbox: auto`; docs/specs/sandbox.md).
         # Ubuntu 24.04 lets AppArmor forbid the user namespaces bwrap makes; lift that on

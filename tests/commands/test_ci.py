@@ -14,11 +14,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-# Neither ships type information; harness/model/yamlutil.py skips jsonschema the same way.
 import check_jsonschema  # type: ignore[import-untyped]
 import jsonschema  # type: ignore[import-untyped]
 import pytest
 
+# Neither ships type information; harness/model/yamlutil.py skips jsonschema the same way.
+from harness import __version__
 from harness.cli import cli
 from harness.commands.ci import (
     SERVICE_NAME,
@@ -109,6 +110,21 @@ def test_workflow_validates_against_githubs_schema(repo: Path) -> None:
     _validate(_workflow(repo))
 
 
+def test_workflow_installs_the_spec_given(repo: Path) -> None:
+    spec = "git+https://github.com/example/goal-harness@v0.1.0#egg=goal-harness"
+    ci_github(repo, io.StringIO(), force=False, install=spec)
+    wf = _workflow(repo)
+    _validate(wf)
+    assert _step(wf, "Install goal-harness")["run"] == f'python -m pip install "{spec}"'
+
+
+@pytest.mark.parametrize("spec", ["goal-harness; rm -rf /", 'x"y', "$(id)", "a b", ""])
+def test_an_install_spec_that_could_escape_is_refused(repo: Path, spec: str) -> None:
+    with pytest.raises(InvalidInput, match=r"^--install: .* is not an install spec"):
+        ci_github(repo, io.StringIO(), force=False, install=spec)
+    assert not (repo / WORKFLOW_PATH).exists()
+
+
 def test_schema_check_is_not_vacuous(repo: Path) -> None:
     ci_github(repo, io.StringIO(), force=False)
     broken = _workflow(repo)
@@ -129,7 +145,10 @@ def test_workflow_has_the_promised_shape(repo: Path) -> None:
     uses = {s["uses"].split("@")[0]: s for s in job["steps"] if "uses" in s}
     assert uses["actions/checkout"]["with"] == {"fetch-depth": 0}
     assert uses["actions/setup-python"]["with"] == {"python-version": "3.11"}
-    assert _step(wf, "Install goal-harness")["run"] == "python -m pip install goal-harness"
+    assert _step(wf, "Install goal-harness")["run"] == (
+        f'python -m pip install "goal-harness=={__version__}"'
+    )
+    assert job["timeout-minutes"] == 360
     bubblewrap = _step(wf, "Install bubblewrap")["run"]
     assert "sudo apt-get install -y -qq bubblewrap" in bubblewrap
     assert "sudo sysctl -q -w kernel.apparmor_restrict_unprivileged_userns=0" in bubblewrap
