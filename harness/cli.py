@@ -362,14 +362,15 @@ _EVERY = click.option(
     metavar="SPEC",
     help="What the workflow pip-installs (default: this harness's version, pinned).",
 )
-def ci_github(force: bool, install: str | None) -> None:
+@click.option("--matrix", is_flag=True, help="One job per goal (GitHub's matrix), then a summary.")
+def ci_github(force: bool, install: str | None, matrix: bool) -> None:
     """Write .github/workflows/harness.yml: every 30 minutes, one run at a time.
 
     Example: harness ci github && harness secret new --print | gh secret set HARNESS_SECRET
     """
     from harness.commands.ci import ci_github as run_ci_github
 
-    _done(run_ci_github(_cwd(), sys.stdout, force, install))
+    _done(run_ci_github(_cwd(), sys.stdout, force, install, matrix))
 
 
 @ci.command("cron")

@@ -38,7 +38,9 @@ EVERY_EXPECTED = (
 _SYSTEMD_UNSAFE = re.compile(r"[\s\"'\\$%;\x00-\x1f\x7f]")
 
 
-def ci_github(cwd: Path, out: TextIO, force: bool, install: str | None = None) -> int:
+def ci_github(
+    cwd: Path, out: TextIO, force: bool, install: str | None = None, matrix: bool = False
+) -> int:
     """Write .github/workflows/harness.yml; refuse to replace one unless `force`."""
     spec = install_spec(install)
     root = Repo.discover(cwd).root
@@ -47,7 +49,14 @@ def ci_github(cwd: Path, out: TextIO, force: bool, install: str | None = None) -
         raise InvalidInput(
             f"{WORKFLOW_PATH}: already exists (expected no file; pass --force to replace it)"
         )
-    atomic_write(target, github_workflow(_branch_prefix(root), spec).encode())
+    prefix = _branch_prefix(root)
+    if matrix:
+        from harness.commands.ci_matrix import github_matrix_workflow
+
+        text = github_matrix_workflow(prefix, spec)
+    else:
+        text = github_workflow(prefix, spec)
+    atomic_write(target, text.encode())
     out.write(f"wrote {WORKFLOW_PATH}\n")
     out.write(
         "next: add the repository secret HARNESS_SECRET (a value from "
