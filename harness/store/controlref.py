@@ -38,13 +38,14 @@ def follow_control(repo: Repo, remote: str, ref: str) -> bool:
         return False  # a detached HEAD or a tag: nothing a runner could fast-forward
     branch = ref.removeprefix("refs/heads/")
     tracking = f"refs/remotes/{remote}/{branch}"
-    proc = run_git(["ls-remote", "--heads", remote, ref], repo.root, check=False)
-    if proc.returncode != 0:
+    try:
+        listed = run_git(["ls-remote", "-q", "--heads", remote, ref], repo.root).stdout
+    except GitError as exc:
         raise RemoteUnreachable(
             f"--push {remote}: cannot read the control branch {branch} from the remote: "
-            f"{_last_line(proc.stderr)}; nothing was run"
-        )
-    if not proc.stdout.strip():
+            f"{exc}; nothing was run"
+        ) from None
+    if not listed.strip():
         return False  # the remote has no such branch: the local one is all there is
     try:
         run_git(["fetch", "-q", remote, f"+{ref}:{tracking}"], repo.root)
