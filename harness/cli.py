@@ -219,20 +219,29 @@ def run(
     _done(run_run(_cwd(), list(goal_ids), max_steps, push, _env(), jobs=jobs, as_json=as_json))
 
 
+_DECISION_PUSH = click.option(
+    "--push",
+    metavar="REMOTE",
+    help="Commit the decision on the control branch and push it to this remote.",
+)
+
+
 @cli.command()
 @click.argument("goal_id")
 @_OWNER_KEY
-def ship(goal_id: str, key: Path) -> None:
+@_DECISION_PUSH
+def ship(goal_id: str, key: Path, push: str | None) -> None:
     """Sign a ship decision bound to the parked commit and ledger head; the ship step runs.
 
     With the secret at hand the ship step runs at once; otherwise commit
-    goals/<id>.approval and the next `harness run` ships.
+    goals/<id>.approval and the next `harness run` ships. With --push REMOTE the decision
+    is committed and pushed; the next `harness run --push REMOTE` ships.
 
-    Example: harness ship fix-login-timeout --key ~/.ssh/id_ed25519
+    Example: harness ship fix-login-timeout --key ~/.ssh/id_ed25519 --push origin
     """
     from harness.commands.decide import ship as run_ship
 
-    _done(run_ship(_cwd(), goal_id, key, _env(), sys.stdout))
+    _done(run_ship(_cwd(), goal_id, key, _env(), sys.stdout, push=push))
 
 
 @cli.command()
@@ -244,14 +253,15 @@ def ship(goal_id: str, key: Path) -> None:
     metavar="K=V[,K=V]",
     help="New limits, e.g. iterations=5,cost_usd=40.",
 )
-def unpark(goal_id: str, key: Path, extend: str | None) -> None:
+@_DECISION_PUSH
+def unpark(goal_id: str, key: Path, extend: str | None, push: str | None) -> None:
     """Sign a decision to cross the goal's current (non-ship) gate.
 
     Example: harness unpark fix-login-timeout --key ~/.ssh/id_ed25519 --extend-budget iterations=5
     """
     from harness.commands.decide import unpark as run_unpark
 
-    _done(run_unpark(_cwd(), goal_id, key, extend, _env(), sys.stdout))
+    _done(run_unpark(_cwd(), goal_id, key, extend, _env(), sys.stdout, push=push))
 
 
 @cli.command()
@@ -310,7 +320,7 @@ def diff(goal_id: str, iteration: int | None, stat: bool, as_json: bool) -> None
     """
     from harness.commands.diff import diff as run_diff
 
-    _done(run_diff(_cwd(), goal_id, iteration, stat, as_json, os.environ, sys.stdout.buffer))
+    _done(run_diff(_cwd(), goal_id, iteration, stat, as_json, _env(), sys.stdout.buffer))
 
 
 @cli.command()
@@ -329,7 +339,7 @@ def report(goal_ids: tuple[str, ...], every: bool, out_dir: Path | None) -> None
     """
     from harness.commands.report import report as run_report
 
-    _done(run_report(_cwd(), list(goal_ids), every, out_dir, os.environ, sys.stdout))
+    _done(run_report(_cwd(), list(goal_ids), every, out_dir, _env(), sys.stdout))
 
 
 @cli.command()
@@ -406,14 +416,20 @@ _PUSH = click.option(
     metavar="CRON",
     help="When GitHub starts the workflow: a 5-field cron expression, UTC.",
 )
-def ci_github(force: bool, cron: str) -> None:
+@click.option(
+    "--install",
+    metavar="SPEC",
+    help="What the workflow pip-installs (default: this harness's version, pinned).",
+)
+@click.option("--matrix", is_flag=True, help="One job per goal (GitHub's matrix), then a summary.")
+def ci_github(force: bool, cron: str, install: str | None, matrix: bool) -> None:
     """Write .github/workflows/harness.yml: every 30 minutes, one run at a time.
 
     Example: harness ci github --schedule '0 2 * * *' && harness secret new --print | gh secret set HARNESS_SECRET
     """
     from harness.commands.ci import ci_github as run_ci_github
 
-    _done(run_ci_github(_cwd(), sys.stdout, force, cron))
+    _done(run_ci_github(_cwd(), sys.stdout, force, cron, install, matrix))
 
 
 @ci.command("cron")

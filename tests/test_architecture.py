@@ -179,3 +179,31 @@ def test_a_cycle_through_a_function_level_import_is_found() -> None:
     modules["harness.store.cycle_a"] = Source("from harness.store import cycle_b\n", False)
     modules["harness.store.cycle_b"] = Source("def f():\n    from . import cycle_a\n", False)
     assert ["harness.store.cycle_a", "harness.store.cycle_b"] in cycles(modules)
+
+
+def environ_outside_env(text: str) -> list[int]:
+    """Lines of harness/cli.py that name os.environ outside `_env`: a command handed
+    os.environ would not see the secret's variables main() took out of it first thing."""
+    tree = ast.parse(text)
+    allowed: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef) and node.name == "_env":
+            allowed |= {n.lineno for n in ast.walk(node) if hasattr(n, "lineno")}
+    return [
+        node.lineno
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Attribute)
+        and node.attr == "environ"
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "os"
+        and node.lineno not in allowed
+    ]
+
+
+def test_commands_get_the_held_environment() -> None:
+    assert environ_outside_env((ROOT / "harness" / "cli.py").read_text()) == []
+
+
+def test_a_command_handed_os_environ_is_named() -> None:
+    text = "import os\ndef _env():\n    return os.environ\ndef diff():\n    run(os.environ)\n"
+    assert environ_outside_env(text) == [5]

@@ -22,7 +22,7 @@ from harness.loop.control import CONFIG_PATH
 from harness.loop.sandbox import bind_sources, homes_root
 from harness.model.config import Config, parse_config
 from harness.store.fsutil import atomic_write
-from harness.store.gitrepo import Repo
+from harness.store.gitrepo import Repo, run_git
 from harness.trust.secret import ENV_SECRET_FILE, default_secret_file
 
 WORKFLOW_PATH = ".github/workflows/harness.yml"
@@ -47,8 +47,16 @@ _CRON_FIELD = re.compile(r"^[0-9A-Za-z*/,-]+$")
 _SYSTEMD_UNSAFE = re.compile(r"[\s\"'\\$%;\x00-\x1f\x7f]")
 
 
-def ci_github(cwd: Path, out: TextIO, force: bool, cron: str = DEFAULT_GITHUB_CRON) -> int:
+def ci_github(
+    cwd: Path,
+    out: TextIO,
+    force: bool,
+    cron: str = DEFAULT_GITHUB_CRON,
+    install: str | None = None,
+    matrix: bool = False,
+) -> int:
     """Write .github/workflows/harness.yml; refuse to replace one unless `force`."""
+    spec = install_spec(install)
     root = Repo.discover(cwd).root
     _check_github_cron(cron)
     target = root / WORKFLOW_PATH
@@ -56,7 +64,14 @@ def ci_github(cwd: Path, out: TextIO, force: bool, cron: str = DEFAULT_GITHUB_CR
         raise InvalidInput(
             f"{WORKFLOW_PATH}: already exists (expected no file; pass --force to replace it)"
         )
-    atomic_write(target, github_workflow(_branch_prefix(root), cron).encode())
+    prefix = _branch_prefix(root)
+    if matrix:
+        from harness.commands.ci_matrix import github_matrix_workflow
+
+        text = github_matrix_workflow(prefix, spec, cron)
+    else:
+        text = github_workflow(prefix, cron, spec)
+    atomic_write(target, text.encode())
     out.write(f"wrote {WORKFLOW_PATH}\n")
     out.write(
         "next: add the repository secret HARNESS_SECRET (a value from "
@@ -111,6 +126,7 @@ def ci_cron(
     env = os.environ if env is None else env
     repo = Repo.discover(cwd)
     moment = when(every_minutes, at)
+    push = default_push(repo, push)
     secret_file = _secret_file(env)
     command = harness_command()
     line = cron_line(repo, moment.cron, secret_file, command, path=run_path(env), push=push)
@@ -151,6 +167,7 @@ def ci_systemd(
     env = os.environ if env is None else env
     repo = Repo.discover(cwd)
     moment = when(every_minutes, at)
+    push = default_push(repo, push)
     command = [*harness_command(), "run", *(["--push", push] if push else [])]
     units = {
         SERVICE_NAME: systemd_service(repo, _secret_file(env), command, env),
@@ -179,6 +196,19 @@ def _write_units(directory: Path, units: Mapping[str, str], force: bool, out: Te
 
 
 # --- shared -----------------------------------------------------------------------------
+
+
+def default_push(repo: Repo, push: str | None) -> str | None:
+    """`push` if given, else the remote a scheduled run follows when the repository has one:
+    `origin`, else its only remote. Each pass then fetches the control branch (new approvals
+    and decisions) and the goal branches first, and pushes what it does (remote.md)."""
+    if push is not None:
+        return push
+    names = run_git(["remote"], repo.root).stdout.decode().split()
+    remote = "origin" if "origin" in names else names[0] if len(names) == 1 else None
+    if remote is None or _SYSTEMD_UNSAFE.search(remote) or "%" in remote:
+        return None
+    return remote
 
 
 def harness_command() -> list[str]:
@@ -236,10 +266,13 @@ def _every_text(every_minutes: int) -> str:
 # --- GitHub Actions ---------------------------------------------------------------------
 
 
-def github_workflow(branch_prefix: str, cron: str = DEFAULT_GITHUB_CRON) -> str:
+def github_workflow(
+    branch_prefix: str, cron: str = DEFAULT_GITHUB_CRON, install: str | None = None
+) -> str:
     refs = f"refs/heads/{branch_prefix}"
+    spec = install_spec(install)
     text = _WORKFLOW.replace("@REFS@", refs).replace("@PREFIX@", branch_prefix)
-    return text.replace("@CRON@", cron)
+    return text.replace("@CRON@", cron).replace("@INSTALL@", spec)
 
 
 def _check_github_cron(cron: str) -> None:
@@ -249,6 +282,25 @@ def _check_github_cron(cron: str) -> None:
             f"--schedule: {cron!r} (expected a cron expression of 5 fields, UTC, "
             "e.g. '0 2 * * *' for 02:00 each day)"
         )
+
+
+# A requirement (`goal-harness==0.1.0`) or a pip URL (`git+https://…@<tag>`): one shell word
+# inside double quotes in a YAML plain scalar, so nothing that could end either.
+_INSTALL_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._\-\[\],=<>!~+:/@#%]*")
+
+
+def install_spec(install: str | None) -> str:
+    """What the workflow installs: `install`, else this harness's own version, pinned."""
+    from harness import __version__
+
+    spec = f"goal-harness=={__version__}" if install is None else install
+    if not _INSTALL_RE.fullmatch(spec):
+        raise InvalidInput(
+            f"--install: {spec!r} is not an install spec (expected a pinned requirement such "
+            "as goal-harness==0.1.0, or a pip URL such as git+https://…/goal-harness@v0.1.0, "
+            "without blanks, quotes or $)"
+        )
+    return spec
 
 
 # Written as text, not dumped from a dict, so that the comments reach the reader. The run
@@ -278,6 +330,8 @@ permissions:
 jobs:
   run:
     runs-on: ubuntu-latest
+    # A bound on a stuck job; each step also has its own timeout in the goal file.
+    timeout-minutes: 360
     steps:
       - uses: actions/checkout@v4
         with:
@@ -286,8 +340,9 @@ jobs:
         with:
           python-version: "3.11"
       - name: Install goal-harness
-        # Pin a version for repeatable runs: python -m pip install "goal-harness==X.Y.Z"
-        run: python -m pip install goal-harness
+        # Pinned (`harness ci github --install SPEC`): this job holds contents: write and
+        # the secret, so it installs exactly this, never whatever a name resolves to today.
+        run: python -m pip install "@INSTALL@"
       - name: Install bubblewrap
         # Every step runs contained under bwrap (`sandbox: auto`; docs/specs/sandbox.md).
         # Ubuntu 24.04 lets AppArmor forbid the user namespaces bwrap makes; lift that on

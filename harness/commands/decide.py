@@ -13,6 +13,12 @@ from pathlib import Path
 from typing import TextIO
 
 from harness.commands.approve import passphrase
+from harness.commands.remote_goal import (
+    UNVERIFIED,
+    commit_decision,
+    goal_ref,
+    require_control_checked_out,
+)
 from harness.commands.session import Session, open_session
 from harness.errors import InvalidInput, TrustFailure
 from harness.loop.clock import SystemClock
@@ -39,14 +45,27 @@ from harness.trust.statement import Statement
 SHIP_FAILED_EXIT = 5
 
 
-def ship(cwd: Path, goal_id: str, key: Path, env: Mapping[str, str], out: TextIO) -> int:
-    return _decide(cwd, goal_id, key, None, env, out, ship=True)
+def ship(
+    cwd: Path,
+    goal_id: str,
+    key: Path,
+    env: Mapping[str, str],
+    out: TextIO,
+    push: str | None = None,
+) -> int:
+    return _decide(cwd, goal_id, key, None, env, out, ship=True, push=push)
 
 
 def unpark(
-    cwd: Path, goal_id: str, key: Path, extend: str | None, env: Mapping[str, str], out: TextIO
+    cwd: Path,
+    goal_id: str,
+    key: Path,
+    extend: str | None,
+    env: Mapping[str, str],
+    out: TextIO,
+    push: str | None = None,
 ) -> int:
-    return _decide(cwd, goal_id, key, extend, env, out, ship=False)
+    return _decide(cwd, goal_id, key, extend, env, out, ship=False, push=push)
 
 
 def _decide(
@@ -58,9 +77,23 @@ def _decide(
     out: TextIO,
     *,
     ship: bool,
+    push: str | None = None,
 ) -> int:
     with open_session(cwd, env, [goal_id], need_secret=False) as session:
-        return _sign_decision(session, goal_id, key, extend, env, out, ship=ship)
+        if push is None or not _follow_control(session, push):
+            return _sign_decision(session, goal_id, key, extend, env, out, ship=ship, push=push)
+    with open_session(cwd, env, [goal_id], need_secret=False) as session:  # it moved: again
+        return _sign_decision(session, goal_id, key, extend, env, out, ship=ship, push=push)
+
+
+def _follow_control(session: Session[Secret | None], push: str) -> bool:
+    """`--push REMOTE`: sign on top of the remote's control branch (remote.md)."""
+    from harness.store.controlref import follow_control
+    from harness.store.remote import Remote
+
+    Remote.check(session.repo, push)
+    require_control_checked_out(session.repo, session.control)
+    return follow_control(session.repo, push, session.control.ref)
 
 
 def _sign_decision(
@@ -72,9 +105,10 @@ def _sign_decision(
     out: TextIO,
     *,
     ship: bool,
+    push: str | None = None,
 ) -> int:
     repo, control, secret = session.repo, session.control, session.secret
-    cell = _current_cell(repo, control, goal_id, secret)
+    cell = _current_cell(repo, control, goal_id, secret, push)
     decision = _decision_for(cell, goal_id, extend, ship=ship)
     statement = Statement(
         goal=goal_id,
@@ -94,8 +128,12 @@ def _sign_decision(
     append_record(path, statement, armored)
     out.write(
         f"signed `{decision}` for {goal_id} at commit {cell.gate_commit}, "
-        f"ledger {cell.position.seq} as {', '.join(signers)}\n"
+        f"ledger {cell.position.seq} as {', '.join(signers)}"
+        f"{'' if secret is not None else f' (state read unverified: {UNVERIFIED})'}\n"
     )
+    if push is not None:  # the runner that follows the remote acts on it, not this clone
+        commit_decision(repo, control, push, path, goal_id, decision, out)
+        return 0
     if secret is None or not (repo.worktree_path(goal_id) / ".git").exists():
         out.write(f"next: commit goals/{goal_id}.approval; the next `harness run` acts on it\n")
         return 0
@@ -120,7 +158,9 @@ def _act_now(
 
     ctx = RunContext(control, secret, SystemClock(), print_line, env, runner=runner_id(repo))
     with GoalLock(repo.harness_dir() / "locks", goal_id):
+        before = _seen(repo, control, goal_id)
         cell = advance_goal(repo, ctx, goal_id, extra=(record,))
+        _tell(repo, control, goal_id, before, cell, env)
     if record.statement.decision == "ship" and cell.gate == "ship_failed":
         out.write(
             f"the ship step failed: {cell.gate_detail or ''}\n"
@@ -130,13 +170,43 @@ def _act_now(
     return 0
 
 
-def _current_cell(repo: Repo, control: Control, goal_id: str, secret: Secret | None) -> Cell:
-    """The goal's cell: verified when the secret is at hand, else only read (see peek_cell)."""
+def _seen(repo: Repo, control: Control, goal_id: str) -> tuple[str, str | None] | None:
+    if control.config.notify is None:
+        return None
+    from harness.loop.notify import seen_before
+
+    return seen_before(repo, control.branch(goal_id), goal_id, None)
+
+
+def _tell(
+    repo: Repo,
+    control: Control,
+    goal_id: str,
+    before: tuple[str, str | None] | None,
+    cell: Cell,
+    env: Mapping[str, str],
+) -> None:
+    """The decision moved the goal on here: notify as `run` would (loop/notify.py)."""
+    if before is not None:
+        import sys
+
+        from harness.loop.notify import notify_transition
+
+        notify_transition(repo, control.config, goal_id, before, cell, env, sys.stderr)
+
+
+def _current_cell(
+    repo: Repo, control: Control, goal_id: str, secret: Secret | None, push: str | None = None
+) -> Cell:
+    """The goal's cell: verified when the secret is at hand, else only read (see peek_cell).
+
+    From the worktree, else the goal branch, else the remote's (remote_goal.goal_ref)."""
     local = repo.worktree_path(goal_id) / "ledger" / goal_id / "state.json"
     source = f"ledger/{goal_id}/state.json"
-    data = local.read_bytes() if local.is_file() else None
+    data = local.read_bytes() if local.is_file() and push is None else None
     if data is None:
-        data = repo.read_blob(control.branch(goal_id), source)
+        ref = goal_ref(repo, control, goal_id, push)
+        data = repo.read_blob(ref, source) if ref is not None else None
     if data is None:
         raise InvalidInput(f"goal {goal_id}: has not started (nothing is waiting for a decision)")
     if secret is None:

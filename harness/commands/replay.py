@@ -2,40 +2,69 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, TextIO
 
+from harness.commands.remote_goal import UNVERIFIED, goal_ref, secret_here
 from harness.commands.session import open_session
 from harness.errors import InvalidInput
 from harness.record.ledger import Ledger
 from harness.record.locate import locate
 from harness.record.render import replay_chunks
+from harness.record.unverified import UnverifiedLedger
 from harness.store.fsutil import atomic_write
 
 FORMATS = ("text", "md", "json", "html")
 
 
 def replay(
-    cwd: Path, goal_id: str, fmt: str, out_file: Path | None, env: Mapping[str, str], out: BinaryIO
+    cwd: Path,
+    goal_id: str,
+    fmt: str,
+    out_file: Path | None,
+    env: Mapping[str, str],
+    out: BinaryIO,
+    err: TextIO = sys.stderr,
 ) -> int:
     if fmt not in FORMATS:
         raise InvalidInput(f"--format: {fmt!r} (expected one of {', '.join(FORMATS)})")
-    with (
-        open_session(cwd, env, [goal_id]) as s,
-        locate(s.repo, goal_id, s.control.branch(goal_id)) as found,
-    ):
-        ledger = Ledger(found.paths.events, goal_id, s.secret.goal_key(goal_id))
-        if fmt == "html":
-            from harness.record.report.page import render_html
-
-            note = "verified: every event's chain link and MAC checked while rendering"
-            chunks: Iterable[bytes] = [render_html(ledger.records(), goal_id, note)]
-        else:
-            chunks = replay_chunks(ledger.records(), goal_id, fmt)
-        if out_file is None:
-            for chunk in chunks:
-                out.write(chunk)
-        else:
-            atomic_write(out_file, b"".join(chunks))
+    unverified = not secret_here(env)
+    session = (
+        open_session(cwd, env, [goal_id], need_secret=False)
+        if unverified
+        else open_session(cwd, env, [goal_id])
+    )
+    with session as s:
+        remote_ref = goal_ref(s.repo, s.control, goal_id)
+        with locate(s.repo, goal_id, s.control.branch(goal_id), remote_ref) as found:
+            if s.secret is None or unverified:
+                # Marked on stderr: stdout stays exactly the record's rendering.
+                err.write(f"harness: {goal_id}: unverified: {UNVERIFIED}\n")
+                ledger: Ledger = UnverifiedLedger(found.paths.events, goal_id)
+            else:
+                ledger = Ledger(found.paths.events, goal_id, s.secret.goal_key(goal_id))
+            _write(ledger, goal_id, fmt, out_file, out, unverified)
     return 0
+
+
+def _write(
+    ledger: Ledger, goal_id: str, fmt: str, out_file: Path | None, out: BinaryIO, unverified: bool
+) -> None:
+    if fmt == "html":
+        from harness.record.report.page import render_html
+
+        note = (
+            f"unverified: {UNVERIFIED} (chain links checked, MACs not)"
+            if unverified
+            else "verified: every event's chain link and MAC checked while rendering"
+        )
+        chunks: Iterable[bytes] = [render_html(ledger.records(), goal_id, note)]
+    else:
+        chunks = replay_chunks(ledger.records(), goal_id, fmt)
+    if out_file is None:
+        for chunk in chunks:
+            out.write(chunk)
+    else:
+        atomic_write(out_file, b"".join(chunks))

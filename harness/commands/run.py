@@ -30,6 +30,7 @@ from harness.record.render import unavailable_text
 from harness.record.visible import block, one_line
 from harness.store.gitrepo import GitError, Repo
 from harness.store.lock import GoalLock
+from harness.trust.approvals import NotApproved
 from harness.trust.decisions import bound_to
 from harness.trust.secret import ENV_SECRET, ENV_SECRET_FD, Secret
 
@@ -59,7 +60,20 @@ def run(
         raise InvalidInput(f"--jobs: {jobs} (expected a whole number ≥ 1)")
     # The goal ids are checked before any lock file or worktree path is made from them.
     with open_session(cwd, env, goal_ids) as session:
+        if push is None or not _follow_control(session, push):
+            return _run(session, goal_ids, max_steps, push, env, out, err, clock, jobs, as_json)
+    # The control branch moved: read goals, approvals and owners again at its new commit.
+    with open_session(cwd, env, goal_ids) as session:
         return _run(session, goal_ids, max_steps, push, env, out, err, clock, jobs, as_json)
+
+
+def _follow_control(session: Session[Secret], push: str) -> bool:
+    """`--push REMOTE`: first bring the control branch to the remote's (remote.md)."""
+    from harness.store.controlref import follow_control
+    from harness.store.remote import Remote
+
+    Remote.check(session.repo, push)
+    return follow_control(session.repo, push, session.control.ref)
 
 
 def _run(
@@ -125,7 +139,9 @@ def _run(
             return cell
         from harness.loop.advance import advance_goal
 
-        return advance_goal(repo, context(), goal_id)
+        if control.config.notify is None:
+            return advance_goal(repo, context(), goal_id)
+        return _advance_and_tell(repo, context(), goal_id, advance_goal, None if as_json else err)
 
     with interruptible():
         for goal_id in ids:
@@ -139,6 +155,24 @@ def _run(
     if as_json:
         out.write(json.dumps({"exit_code": code, "goals": outcomes}, indent=2) + "\n")
     return code
+
+
+def _advance_and_tell(
+    repo: Repo,
+    ctx: RunContext,
+    goal_id: str,
+    advance_goal: Callable[[Repo, RunContext, str], Cell],
+    err: TextIO | None,
+) -> Cell:
+    """Advance, then notify once if the goal moved into a state to tell (loop/notify.py)."""
+    from harness.loop.notify import notify_transition, seen_before
+
+    branch = ctx.control.branch(goal_id)
+    remote_ref = ctx.remote.tracking(branch) if ctx.remote is not None else None
+    before = seen_before(repo, branch, goal_id, remote_ref)
+    cell = advance_goal(repo, ctx, goal_id)
+    notify_transition(repo, ctx.control.config, goal_id, before, cell, ctx.base_env, err)
+    return cell
 
 
 def _step_summary(env: Mapping[str, str], repo: Repo, goal_id: str) -> None:
@@ -179,6 +213,8 @@ def _run_one(
     try:
         with lock:
             cell = advance(goal_id)
+    except NotApproved as exc:
+        return _waits_for_approval(goal_id, exc, err, quiet)
     except HarnessError as exc:
         label = (
             "busy"
@@ -194,6 +230,14 @@ def _run_one(
     if waiting is not None and waiting.retry_at is not None and not quiet:
         err.write(f"harness: {goal_id}: waiting: {unavailable_text(waiting)}\n")
     return {"id": goal_id, "result": "ok", "exit_code": 0, "status": cell.status, "gate": cell.gate}
+
+
+def _waits_for_approval(goal_id: str, exc: NotApproved, err: TextIO, quiet: bool) -> dict[str, Any]:
+    """Not approved yet (or edited since): a normal state, not a failure. Nothing was run or
+    written for the goal; the others go on and the run exits 0 (cli.md)."""
+    if not quiet:
+        err.write(f"harness: {goal_id}: waiting for approval: {one_line(exc)}\n")
+    return {"id": goal_id, "result": "waiting_for_approval", "exit_code": 0, "message": str(exc)}
 
 
 def run_parallel(

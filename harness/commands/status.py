@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sys
 from collections.abc import Mapping
@@ -9,17 +10,21 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, TextIO
 
+from harness.commands.remote_goal import UNVERIFIED, remote_goal_branches, secret_here
 from harness.commands.session import Session, open_session
+from harness.errors import HarnessError
 from harness.loop.clock import SystemClock
 from harness.loop.control import Control
 from harness.loop.sandbox import notice
-from harness.record.cell import Cell, Unavailable, parse_cell
+from harness.record.cell import Cell, Unavailable, parse_cell, peek_cell
+from harness.record.events import TERMINAL, WAITING
 from harness.record.render import unavailable_text
 from harness.record.visible import one_line
 from harness.store.gitrepo import Repo
 from harness.store.lock import GoalLock
 from harness.store.objects import branch_heads, read_blobs
 from harness.store.remote import runner_id
+from harness.trust.approvals import NotApproved, find_run_approval
 from harness.trust.secret import Secret
 
 PARKED_EXIT = 10
@@ -40,9 +45,14 @@ def status(
     out: TextIO,
     err: TextIO = sys.stderr,
 ) -> int:
-    with open_session(cwd, env, goal_ids) as session:
-        rows = _rows(session, goal_ids)
-        uncontained = notice(session.control.config.sandbox, env)
+    session = (
+        open_session(cwd, env, goal_ids)
+        if secret_here(env)
+        else open_session(cwd, env, goal_ids, need_secret=False)
+    )
+    with session as opened:
+        rows = _rows(opened, goal_ids)
+        uncontained = notice(opened.control.config.sandbox, env)
     if uncontained is not None:  # on stderr: stdout stays one line (or one object) per goal
         err.write(f"harness: {uncontained}\n")
     if as_json:
@@ -52,14 +62,20 @@ def status(
     return _check_code(rows) if check else 0
 
 
-def _rows(session: Session[Secret], goal_ids: list[str]) -> list[dict[str, Any]]:
-    """One row per goal named, or per goal on the control ref or with a branch."""
+def _rows(
+    session: Session[Secret] | Session[Secret | None], goal_ids: list[str]
+) -> list[dict[str, Any]]:
+    """One row per goal named, or per goal on the control ref or with a branch (a goal
+    branch this clone has only as a remote's counts: remote_goal.remote_goal_branches)."""
     repo, control, secret = session.repo, session.control, session.secret
     prefix = control.config.branch_prefix
     heads = branch_heads(repo.root, prefix)
+    for goal_id, ref in remote_goal_branches(repo, prefix).items():
+        if f"{prefix}{goal_id}" not in heads and (sha := repo.rev_parse(ref)) is not None:
+            heads[f"{prefix}{goal_id}"] = sha
     ids = goal_ids or sorted(set(control.goal_ids()) | {b[len(prefix) :] for b in heads})
     return [
-        _row(repo, control, goal_id, heads, cell, secret.goal_key(goal_id))
+        _row(repo, control, goal_id, heads, cell, secret.goal_key(goal_id) if secret else None)
         for goal_id, cell in zip(ids, _cells(repo, control, ids, heads), strict=True)
     ]
 
@@ -90,11 +106,13 @@ def _row(
     goal_id: str,
     heads: dict[str, str],
     data: bytes | None,
-    key: bytes,
+    key: bytes | None,
 ) -> dict[str, Any]:
     branch = f"{control.config.branch_prefix}{goal_id}"
     source = f"{branch}:ledger/{goal_id}/state.json"
-    cell = parse_cell(data, source, goal_id, key) if data is not None else Cell(goal=goal_id)
+    cell = Cell(goal=goal_id)
+    if data is not None:
+        cell = parse_cell(data, source, goal_id, key) if key else peek_cell(data, source, goal_id)
     shown = cell.status
     elsewhere = _elsewhere(repo, cell)
     locked = GoalLock(repo.harness_dir() / "locks", goal_id).held_elsewhere()
@@ -115,6 +133,8 @@ def _row(
         "head": heads.get(branch),
         "unavailable": asdict(cell.unavailable) if cell.unavailable else None,
         "elsewhere": elsewhere,
+        "waiting_for_approval": _waits_for_approval(control, goal_id, cell),
+        "verified": key is not None,
     }
 
 
@@ -137,6 +157,24 @@ def _iteration(cell: Cell, stopped: bool) -> int:
     return min(cell.iteration, ran) if stopped and ran >= 1 else cell.iteration
 
 
+def _waits_for_approval(control: Control, goal_id: str, cell: Cell) -> bool:
+    """Whether `harness run` would skip the goal as not (re-)approved yet (cli.md).
+
+    Only for a goal not finished and not already at a gate (the gate says what it waits
+    for); a broken or forged approval is not "waiting": `run` refuses it (exit 3)."""
+    if cell.status in TERMINAL or cell.status in WAITING:
+        return False
+    try:
+        sha256 = hashlib.sha256(control.goal_bytes(goal_id)).hexdigest()
+        source = f"goals/{goal_id}.approval"
+        find_run_approval(control.approvals(goal_id), control.owners(), goal_id, sha256, source)
+    except NotApproved:
+        return True
+    except HarnessError:
+        return False  # no goal file, a broken approval: `check` and `run` name it
+    return False
+
+
 def _line(row: Mapping[str, Any]) -> str:
     used, limit = row["budget_used"], row["budget_limit"]
     budget = " ".join(f"{k}={_num(used[k])}/{_num(limit[k])}" for k in BUDGET_KEYS)
@@ -153,6 +191,10 @@ def _line(row: Mapping[str, Any]) -> str:
     if row["gate"] == "ship_failed" and row.get("gate_detail"):
         # What a failed ship printed, on the same line: the owner fixes it and ships again.
         line += " " + " | ".join(row["gate_detail"].split("\n")[-3:])
+    if row.get("waiting_for_approval"):
+        line += f" waiting for approval (run `harness approve {row['id']} --key KEY`)"
+    if row.get("verified") is False:
+        line += f" (unverified: {UNVERIFIED})"
     unavailable = row.get("unavailable")
     return f"{line} {unavailable_text(Unavailable(**unavailable))}" if unavailable else line
 

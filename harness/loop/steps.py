@@ -41,6 +41,7 @@ ALWAYS_SCRUBBED = (
     "HARNESS_SECRET",
     "HARNESS_SECRET_FILE",
     "HARNESS_KEY_PASSPHRASE",
+    "HARNESS_PUSH_TOKEN",  # the CI job token, for the harness's own git only (ci_matrix.py)
     "SSH_AUTH_SOCK",
     "GPG_AGENT_INFO",
 )

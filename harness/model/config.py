@@ -12,6 +12,7 @@ import hashlib
 import hmac
 import os
 import re
+import shlex
 import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -67,6 +68,14 @@ class Config:
     prices: Prices | None = None
     sandbox: SandboxMode | None = None  # None: not named; the runner's default applies
     sandbox_binds: tuple[str, ...] = ()  # ~/… (the runner's home) or absolute, writable
+    notify: Notify | None = None  # who is told of a goal's transitions (loop/notify.py)
+
+
+@dataclass(frozen=True)
+class Notify:
+    webhook: str | None  # a URL, or $NAME (the URL in the runner's environment)
+    command: tuple[str, ...] | None  # argv; a string is split into shell words
+    timeout_s: int = 10
 
 
 @dataclass(frozen=True)
@@ -228,7 +237,31 @@ def _config_from(raw: Mapping[str, Any], source: str) -> Config:
             _bind(path, source, f"sandbox_binds[{index}]")
             for index, path in enumerate(raw.get("sandbox_binds", []))
         ),
+        notify=_notify(raw["notify"], source) if "notify" in raw else None,
     )
+
+
+def _notify(raw: Mapping[str, Any], source: str) -> Notify:
+    webhook = raw.get("webhook")
+    if webhook is not None and not (
+        webhook.startswith(("http://", "https://"))
+        or (_ENV_NAME_RE.fullmatch(webhook.removeprefix("$")) and webhook.startswith("$"))
+    ):
+        problem = f"{show_value(webhook)} is not a webhook URL"
+        raise invalid(source, "notify.webhook", problem, "an http:// or https:// URL, or $NAME")
+    command = raw.get("command")
+    argv: tuple[str, ...] | None = None
+    if command is not None:
+        try:
+            argv = tuple(shlex.split(command) if isinstance(command, str) else command)
+        except ValueError as exc:
+            raise invalid(source, "notify.command", str(exc), "shell words or a list") from None
+        if not argv:
+            raise invalid(source, "notify.command", "is empty", "a command")
+    if webhook is None and argv is None:
+        raise invalid(source, "notify", "names no webhook and no command", "webhook or command")
+    timeout = parse_duration(raw.get("timeout", 10), source, "notify.timeout")
+    return Notify(webhook, argv, timeout)
 
 
 def _bind(path: str, source: str, key: str) -> str:

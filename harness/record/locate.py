@@ -25,8 +25,11 @@ class Located:
 
 
 @contextmanager
-def locate(repo: Repo, goal_id: str, branch: str) -> Iterator[Located]:
-    """Where to read a goal's record from, best first: worktree, branch, checkout folder."""
+def locate(
+    repo: Repo, goal_id: str, branch: str, remote_ref: str | None = None
+) -> Iterator[Located]:
+    """Where to read a goal's record from, best first: worktree, branch, the remote's
+    branch (`remote_ref`, e.g. refs/remotes/origin/harness/<id>), checkout folder."""
     check_goal_id(goal_id, "goal id")
     wt = open_worktree(repo, goal_id, branch)
     if wt is not None:
@@ -36,6 +39,10 @@ def locate(repo: Repo, goal_id: str, branch: str) -> Iterator[Located]:
     if repo.rev_parse(f"refs/heads/{branch}"):
         with tempfile.TemporaryDirectory(prefix="harness-") as tmp:
             yield _from_branch(repo, branch, goal_id, Path(tmp))
+        return
+    if remote_ref is not None and repo.rev_parse(remote_ref):
+        with tempfile.TemporaryDirectory(prefix="harness-") as tmp:
+            yield _from_branch(repo, remote_ref, goal_id, Path(tmp))
         return
     paths = GoalPaths(repo.root, goal_id)
     if paths.folder.is_dir():

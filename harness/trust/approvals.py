@@ -22,6 +22,14 @@ from harness.trust.statement import Statement
 _APPROVE_HINT = "harness approve {goal} --key PRIVKEY"
 
 
+class NotApproved(TrustFailure):
+    """No owner has approved these goal bytes yet (none signed, or the file was edited since).
+
+    Not a broken or forged record: `harness run` skips the goal with a note and exits 0
+    (waiting for approval is a normal state); everything else that is refused stays exit 3.
+    """
+
+
 @dataclass(frozen=True)
 class SignedRecord:
     statement: Statement
@@ -128,7 +136,15 @@ def find_run_approval(
                 failures.append(failure)
     if failures:
         raise failures[0]
-    raise TrustFailure(located(source, "", _why_not_approved(records, goal_id, sha256)))
+    reason = located(source, "", _why_not_approved(records, goal_id, sha256))
+    if any(r.statement.goal != goal_id for r in records):
+        raise TrustFailure(reason)  # another goal's records here: a mix-up or an attack
+    runs = [r for r in records if r.statement.decision == "run"]
+    if runs:
+        # Edited since it was approved: waiting for re-approval only if that approval was
+        # genuinely an owner's (a forged one is refused, whatever bytes it names).
+        verify_record(runs[-1], owners, source)
+    raise NotApproved(reason)
 
 
 def _why_not_approved(records: Sequence[SignedRecord], goal_id: str, sha256: str) -> str:

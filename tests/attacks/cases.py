@@ -63,6 +63,11 @@ def refused(message: str, code: int = 3) -> Expect:
     return Expect(code, message)
 
 
+def waits_for_approval(message: str) -> Expect:
+    """Not refused as forged: skipped as not (re-)approved yet, exit 0, nothing changes."""
+    return Expect(0, message)
+
+
 def gated(gate: str, detail: str, may_change: tuple[str, ...] = GATE_WRITES) -> Expect:
     return Expect(0, detail, gate, may_change)
 
@@ -594,7 +599,7 @@ APPROVAL_ATTACKS = [
         "in-toto artifact binding: the goal file edited after it was signed",
         approve_then_edit,
         RUN_G3,
-        refused("goals/g3.approval: the goal file changed after it was approved"),
+        waits_for_approval("waiting for approval: goals/g3.approval: the goal file changed after"),
     ),
     Attack(
         "approval-statement-rebound",
@@ -637,7 +642,7 @@ APPROVAL_ATTACKS = [
         "a valid approval only in the checkout: the committed control ref is what counts",
         uncommitted_approval,
         RUN_G3,
-        refused("goals/g3.approval: goal g3 is not approved"),
+        waits_for_approval("waiting for approval: goals/g3.approval: goal g3 is not approved"),
     ),
 ]
 

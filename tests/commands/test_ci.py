@@ -14,11 +14,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-# Neither ships type information; harness/model/yamlutil.py skips jsonschema the same way.
 import check_jsonschema  # type: ignore[import-untyped]
 import jsonschema  # type: ignore[import-untyped]
 import pytest
 
+# Neither ships type information; harness/model/yamlutil.py skips jsonschema the same way.
+from harness import __version__
 from harness.cli import cli
 from harness.commands.ci import (
     SERVICE_NAME,
@@ -110,6 +111,21 @@ def test_workflow_validates_against_githubs_schema(repo: Path) -> None:
     _validate(_workflow(repo))
 
 
+def test_workflow_installs_the_spec_given(repo: Path) -> None:
+    spec = "git+https://github.com/example/goal-harness@v0.1.0#egg=goal-harness"
+    ci_github(repo, io.StringIO(), force=False, install=spec)
+    wf = _workflow(repo)
+    _validate(wf)
+    assert _step(wf, "Install goal-harness")["run"] == f'python -m pip install "{spec}"'
+
+
+@pytest.mark.parametrize("spec", ["goal-harness; rm -rf /", 'x"y', "$(id)", "a b", ""])
+def test_an_install_spec_that_could_escape_is_refused(repo: Path, spec: str) -> None:
+    with pytest.raises(InvalidInput, match=r"^--install: .* is not an install spec"):
+        ci_github(repo, io.StringIO(), force=False, install=spec)
+    assert not (repo / WORKFLOW_PATH).exists()
+
+
 def test_schema_check_is_not_vacuous(repo: Path) -> None:
     ci_github(repo, io.StringIO(), force=False)
     broken = _workflow(repo)
@@ -130,7 +146,10 @@ def test_workflow_has_the_promised_shape(repo: Path) -> None:
     uses = {s["uses"].split("@")[0]: s for s in job["steps"] if "uses" in s}
     assert uses["actions/checkout"]["with"] == {"fetch-depth": 0}
     assert uses["actions/setup-python"]["with"] == {"python-version": "3.11"}
-    assert _step(wf, "Install goal-harness")["run"] == "python -m pip install goal-harness"
+    assert _step(wf, "Install goal-harness")["run"] == (
+        f'python -m pip install "goal-harness=={__version__}"'
+    )
+    assert job["timeout-minutes"] == 360
     bubblewrap = _step(wf, "Install bubblewrap")["run"]
     assert "sudo apt-get install -y -qq bubblewrap" in bubblewrap
     assert "sudo sysctl -q -w kernel.apparmor_restrict_unprivileged_userns=0" in bubblewrap
@@ -402,6 +421,19 @@ def test_cron_line_has_five_time_fields_and_runs_harness(repo: Path, tmp_path: P
     assert words[5] == "exec"  # no shell stays alive as the harness's parent
     assert Path(words[6]).is_absolute() and Path(words[6]).name == "harness"
     assert words[7:] == ["run", ">>", str(repo / ".git" / "harness" / "cron.log"), "2>&1"]
+
+
+def test_cron_and_systemd_follow_the_remote(repo: Path, tmp_path: Path) -> None:
+    bare = tmp_path / "remote.git"
+    subprocess.run(["git", "clone", "-q", "--bare", str(repo), str(bare)], check=True)
+    subprocess.run(["git", "remote", "add", "origin", str(bare)], cwd=repo, check=True)
+    env = {"HARNESS_SECRET_FILE": str(tmp_path / "secret")}
+    fields, _ = _cron(repo, 30, env)
+    assert shlex.split(fields[5])[5:8] == ["run", "--push", "origin"]
+    out = io.StringIO()
+    assert ci_systemd(repo, out, None, 30, env) == 0
+    service = _ini(_printed_units(out.getvalue())[SERVICE_NAME])["Service"]
+    assert service["ExecStart"].endswith(" run --push origin")
 
 
 def test_cron_uses_the_default_secret_file(repo: Path, tmp_path: Path) -> None:
@@ -770,3 +802,107 @@ def test_cli_ci_cron_and_systemd(managed: ManagedFactory, tmp_path: Path) -> Non
     assert _ini((units / TIMER_NAME).read_text())["Timer"]["OnCalendar"] == "0/1:00"
     repo.harness("ci", "systemd", "--dir", str(units), check=2)
     repo.harness("ci", "systemd", "--dir", str(units), "--force", check=0)
+
+
+# --- GitHub Actions, one job per goal ---------------------------------------------------
+
+
+def _matrix(repo: Path) -> dict[str, Any]:
+    assert ci_github(repo, io.StringIO(), force=False, matrix=True) == 0
+    return _workflow(repo)
+
+
+def test_matrix_workflow_validates_and_has_the_promised_shape(repo: Path) -> None:
+    wf = _matrix(repo)
+    _validate(wf)
+    jobs = wf["jobs"]
+    assert list(jobs) == ["goals", "run", "summary"]
+    assert all(isinstance(job["timeout-minutes"], int) for job in jobs.values())
+    run = jobs["run"]
+    assert run["strategy"]["matrix"]["goal"] == "${{ fromJSON(needs.goals.outputs.ids) }}"
+    assert run["concurrency"] == {
+        "group": "goal-harness-${{ matrix.goal }}",
+        "cancel-in-progress": False,
+    }
+    for job in jobs.values():
+        checkout = next(s for s in job["steps"] if s.get("uses", "").startswith("actions/checkout"))
+        assert checkout["with"]["persist-credentials"] is False
+        install = next(s for s in job["steps"] if s.get("name") == "Install goal-harness")
+        assert install["run"] == f'python -m pip install "goal-harness=={__version__}"'
+    # The job token reaches the harness's git through one variable, scrubbed from its steps.
+    holders = [
+        (name, step["name"])
+        for name, job in jobs.items()
+        for step in job["steps"]
+        if "HARNESS_PUSH_TOKEN" in step.get("env", {})
+    ]
+    assert holders == [("run", "Run the goal")]
+    run_step = next(s for s in run["steps"] if s.get("name") == "Run the goal")
+    assert 'harness run "$GOAL" --push origin' in run_step["run"]
+    summary = jobs["summary"]
+    assert summary["if"] == "always()" and summary["needs"] == ["goals", "run"]
+    check = next(s for s in summary["steps"] if s.get("name") == "Summary")["run"]
+    assert "harness status --check" in check and "exit 1" in check
+
+
+def test_matrix_schema_check_is_not_vacuous(repo: Path) -> None:
+    wf = _matrix(repo)
+    wf["jobs"]["run"]["timeout-minutes"] = "six hours"
+    with pytest.raises(jsonschema.ValidationError):
+        _validate(wf)
+
+
+def test_matrix_lists_only_goals_with_something_to_do(
+    managed: ManagedFactory, tmp_path: Path
+) -> None:
+    repo: ManagedRepo = managed(mode="fix-on-1")
+    (repo.root / "goals" / "g2.yaml").write_text(
+        (repo.root / "goals" / "g1.yaml").read_text().replace("id: g1", "id: g2")
+    )
+    git(repo.root, "add", "-A")
+    git(repo.root, "commit", "-qm", "g2, not approved yet")
+    wf = _matrix(repo.root)
+    listing = next(s for s in wf["jobs"]["goals"]["steps"] if s.get("name") == "List goals")
+    output = tmp_path / "github-output"
+    # No secret in this job: status reads the records unverified.
+    env = {
+        "PATH": f"{BIN}:/usr/bin:/bin",
+        "HOME": str(tmp_path),
+        "XDG_CONFIG_HOME": str(tmp_path / "cfg"),
+        "GITHUB_OUTPUT": str(output),
+    }
+    subprocess.run(["bash", "-c", listing["run"]], cwd=repo.root, env=env, check=True)
+    assert output.read_text() == 'ids=["g1"]\n'
+    repo.harness("run", check=0)
+    output.unlink()
+    subprocess.run(["bash", "-c", listing["run"]], cwd=repo.root, env=env, check=True)
+    assert output.read_text() == "ids=[]\n"
+
+
+def test_matrix_summary_fails_and_annotates_when_a_goal_needs_a_human(
+    managed: ManagedFactory, tmp_path: Path
+) -> None:
+    ship = {"run": ["sh", "-c", "true"]}
+    repo: ManagedRepo = managed(goal=base_goal() | {"ship": ship}, mode="fix-on-1")
+    repo.harness("run", check=0)
+    wf = _matrix(repo.root)
+    step = next(s for s in wf["jobs"]["summary"]["steps"] if s.get("name") == "Summary")
+    env = {
+        "PATH": f"{BIN}:/usr/bin:/bin",
+        "HOME": str(tmp_path),
+        "HARNESS_SECRET": SECRET,
+        "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md"),
+    }
+    proc = subprocess.run(
+        ["bash", "-c", step["run"]], cwd=repo.root, env=env, capture_output=True, text=True
+    )
+    assert proc.returncode == 1, proc
+    assert "::warning title=goal g1::parked_at_eyes at gate ship" in proc.stdout
+    assert "::error::a goal is parked at eyes: a decision is due" in proc.stdout
+    assert "g1 parked_at_eyes" in (tmp_path / "summary.md").read_text()
+
+
+def test_the_push_token_never_reaches_a_step() -> None:
+    from harness.loop.steps import child_env
+
+    assert child_env({"HARNESS_PUSH_TOKEN": "ghs_x", "PATH": "/bin"}, (), {}) == {"PATH": "/bin"}

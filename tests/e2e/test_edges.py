@@ -38,9 +38,10 @@ def test_an_unreachable_remote_is_one_line_naming_it(
     git(repo.root, "remote", "add", "origin", str(tmp_path / "gone.git"))
     proc = repo.harness("run", "--push", "origin", check=4)
     assert proc.stderr.splitlines() == [
-        f"harness: --push origin: cannot fetch the goal branches from the remote: git fetch -q "
-        f"--prune failed in {repo.root}: '{tmp_path / 'gone.git'}' does not appear to be a git "
-        "repository; nothing was run"
+        # The control branch is read first (remote.md, "Following the control branch").
+        f"harness: --push origin: cannot read the control branch main from the remote: git "
+        f"ls-remote -q --heads failed in {repo.root}: '{tmp_path / 'gone.git'}' does not appear "
+        "to be a git repository; nothing was run"
     ]
     assert proc.stdout == "" and repo.count("build") == []
 

@@ -190,7 +190,7 @@ ERROR_CASES: list[tuple[dict[str, Any], str]] = [
     (
         {"foo": 1},
         "unknown key 'foo' (expected one of version, control_ref, branch_prefix, defaults, "
-        "scrub_env, destructive, prices, sandbox, sandbox_binds)",
+        "scrub_env, destructive, prices, sandbox, sandbox_binds, notify)",
     ),
     (
         {"sandbox": "sometimes"},

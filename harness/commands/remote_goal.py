@@ -1,0 +1,90 @@
+"""Acting on a goal from any clone: its branch may exist only as the remote's.
+
+A laptop clone made after a runner parked a goal has `refs/remotes/origin/harness/<id>` but
+no local `harness/<id>`. Commands that only read the record (`status`, `replay`) and the
+decisions (`ship`, `unpark`) look there too; with `--push REMOTE` the goal branch is
+fetched from that remote first. See docs/specs/remote.md, "Acting from any clone".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TextIO
+
+from harness.errors import InvalidInput
+from harness.loop.control import Control
+from harness.record.unverified import UNVERIFIED
+from harness.store.gitrepo import Repo, run_git
+from harness.trust.secret import ENV_SECRET, ENV_SECRET_FILE, default_secret_file
+
+__all__ = ["UNVERIFIED", "goal_ref", "remote_goal_branches", "secret_here"]
+
+
+def secret_here(env: Mapping[str, str]) -> bool:
+    """Whether this machine is set up with a secret at all (HARNESS_SECRET, the file named
+    by HARNESS_SECRET_FILE, or the default file). Without one, `status` and `replay` read
+    the record unverified; a secret that is there but wrong is still exit 3."""
+    if env.get(ENV_SECRET) or env.get(ENV_SECRET_FILE):
+        return True
+    return default_secret_file(env).exists()
+
+
+def goal_ref(repo: Repo, control: Control, goal_id: str, remote: str | None = None) -> str | None:
+    """The ref holding the goal's record: the local branch, else the remote's.
+
+    With `remote`, that remote's branch is fetched first and read (the runners that follow
+    the remote act on its state); without, the one remote-tracking branch of that name, if exactly one remote
+    has it (two remotes with different records would be a guess).
+    """
+    branch = control.branch(goal_id)
+    local = f"refs/heads/{branch}"
+    if remote is not None:
+        tracking = f"refs/remotes/{remote}/{branch}"
+        proc = run_git(["fetch", "-q", remote, f"+{local}:{tracking}"], repo.root, check=False)
+        if proc.returncode == 0:
+            return tracking  # the remote is what the runners that follow it act on
+    if repo.rev_parse(local) is not None:
+        return local
+    out = run_git(
+        ["for-each-ref", "--format=%(refname)", "refs/remotes/*/" + branch], repo.root
+    ).stdout.decode()
+    found = [line for line in out.splitlines() if line.endswith("/" + branch)]
+    return found[0] if len(found) == 1 else None
+
+
+def remote_goal_branches(repo: Repo, prefix: str) -> dict[str, str]:
+    """Goal id -> remote-tracking ref, for goal branches this clone has only as a remote's
+    (one remote each; a name two remotes hold is left out)."""
+    out = run_git(
+        ["for-each-ref", "--format=%(refname)", f"refs/remotes/*/{prefix}*"], repo.root
+    ).stdout.decode()
+    seen: dict[str, list[str]] = {}
+    for ref in out.splitlines():
+        _, _, rest = ref.removeprefix("refs/remotes/").partition("/")
+        if rest.startswith(prefix) and "/" not in rest[len(prefix) :]:
+            seen.setdefault(rest[len(prefix) :], []).append(ref)
+    return {goal: refs[0] for goal, refs in seen.items() if len(refs) == 1}
+
+
+def require_control_checked_out(repo: Repo, control: Control) -> None:
+    """`--push` commits the decision on the control branch: it must be the checkout's."""
+    if repo.checked_out_ref() != control.ref or not control.ref.startswith("refs/heads/"):
+        raise InvalidInput(
+            f"--push: the control branch {control.ref} is not checked out in {repo.root} "
+            "(expected it checked out, so the decision can be committed on it)"
+        )
+
+
+def commit_decision(
+    repo: Repo, control: Control, remote: str, path: Path, goal_id: str, decision: str, out: TextIO
+) -> None:
+    from harness.store.controlref import commit_and_push
+
+    message = f"harness: {decision} {goal_id}"
+    commit = commit_and_push(repo, remote, control.ref, path, message)
+    branch = control.ref.removeprefix("refs/heads/")
+    out.write(
+        f"committed goals/{goal_id}.approval ({commit[:12]}) and pushed {branch} to {remote}; "
+        f"the next `harness run --push {remote}` acts on it\n"
+    )

@@ -1,0 +1,142 @@
+"""Telling someone: one notification per transition into a state a human cares about.
+
+The config's `notify:` names a webhook (an HTTP POST of a small JSON document, standard
+library only, with a timeout) and/or a command given the same document on stdin. It fires
+when a goal's advance ends in `parked_at_eyes`, `needs_attention`, `failed` or `completed`
+and its (status, gate) differs from what it was before (docs/specs/notify.md). A failure is
+one line on stderr and in `.git/harness/notify.log`; it is never fatal and never retried
+(the next notification is the next transition's).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TextIO
+
+from harness.errors import HarnessError
+from harness.loop.steps import child_env
+from harness.model.config import Config, Notify
+from harness.record.cell import Cell, peek_cell
+from harness.store.gitrepo import Repo
+
+NOTIFIED = frozenset({"parked_at_eyes", "needs_attention", "failed", "completed"})
+Seen = tuple[str, str | None]  # (status, gate)
+
+
+def seen_before(repo: Repo, branch: str, goal_id: str, remote_ref: str | None) -> Seen:
+    """(status, gate) as last known before this advance. With --push, the remote's branch as
+    just fetched (a transition another runner made and pushed is theirs to tell); else the
+    worktree's cell, else the branch's; pending when there is none."""
+    source = f"ledger/{goal_id}/state.json"
+    local = repo.worktree_path(goal_id) / source
+    data = repo.read_blob(remote_ref, source) if remote_ref is not None else None
+    if data is None and local.is_file():
+        data = local.read_bytes()
+    if data is None:
+        data = repo.read_blob(f"refs/heads/{branch}", source)
+    if data is None:
+        return ("pending", None)
+    try:
+        cell = peek_cell(data, source, goal_id)
+    except HarnessError:  # an unreadable cell: the advance itself names it
+        return ("unknown", None)
+    return (cell.status, cell.gate)
+
+
+def notify_transition(
+    repo: Repo,
+    config: Config,
+    goal_id: str,
+    before: Seen,
+    after: Cell,
+    env: Mapping[str, str],
+    err: TextIO | None,
+) -> None:
+    """Send the notification if `after` is a new state worth telling; never raises."""
+    settings = config.notify
+    if settings is None or after.status not in NOTIFIED or (after.status, after.gate) == before:
+        return
+    document = _document(repo, goal_id, before, after)
+    body = json.dumps(document, sort_keys=True).encode("utf-8")
+    failures = []
+    if settings.webhook is not None:
+        failures += _post(settings, body, env)
+    if settings.command is not None:
+        failures += _command(settings, body, env, config.scrub_env, repo.root)
+    for failure in failures:
+        _record(repo, goal_id, document["status"], failure, err)
+
+
+def _document(repo: Repo, goal_id: str, before: Seen, after: Cell) -> dict[str, object]:
+    gate = f" at gate {after.gate}" if after.gate else ""
+    return {
+        "goal": goal_id,
+        "status": after.status,
+        "gate": after.gate,
+        "previous": before[0],
+        "iteration": after.iteration,
+        "ledger_seq": after.position.seq,
+        "repository": repo.root.name,
+        # Slack, Mattermost and Discord-compatible hooks show `text` as it is.
+        "text": f"goal-harness: {goal_id} is {after.status}{gate} ({repo.root.name})",
+    }
+
+
+def _post(settings: Notify, body: bytes, env: Mapping[str, str]) -> list[str]:
+    url = settings.webhook or ""
+    if url.startswith("$"):
+        url = env.get(url[1:], "")
+        if not url.startswith(("http://", "https://")):
+            return [f"webhook: {settings.webhook} is not set to an http(s) URL here"]
+    request = urllib.request.Request(
+        url, data=body, method="POST", headers={"Content-Type": "application/json"}
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=settings.timeout_s) as response:
+            response.read(4096)
+    except urllib.error.HTTPError as exc:  # the URL (a credential) is never printed
+        return [f"webhook: the server answered HTTP {exc.code}"]
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        reason = getattr(exc, "reason", exc)
+        return [f"webhook: {type(exc).__name__}: {reason}"]
+    return []
+
+
+def _command(
+    settings: Notify, body: bytes, env: Mapping[str, str], scrub: tuple[str, ...], cwd: Path
+) -> list[str]:
+    argv = list(settings.command or ())
+    try:
+        proc = subprocess.run(
+            argv,
+            input=body,
+            cwd=cwd,
+            env=child_env(env, scrub, {}),  # never the secret
+            capture_output=True,
+            timeout=settings.timeout_s,
+        )
+    except subprocess.TimeoutExpired:
+        return [f"command {argv[0]}: did not finish in {settings.timeout_s}s"]
+    except OSError as exc:
+        return [f"command {argv[0]}: {exc.strerror}"]
+    if proc.returncode != 0:
+        return [f"command {argv[0]}: exited {proc.returncode}"]
+    return []
+
+
+def _record(repo: Repo, goal_id: str, status: object, failure: str, err: TextIO | None) -> None:
+    line = f"notify failed for {goal_id} ({status}): {failure}"
+    if err is not None:
+        err.write(f"harness: {goal_id}: {line}\n")
+    try:
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        with open(repo.harness_dir() / "notify.log", "a", encoding="utf-8") as log:
+            log.write(f"{stamp} {line}\n")
+    except OSError:
+        pass  # the stderr line is the record then
