@@ -56,8 +56,9 @@ def test_a_contained_ship_step_pushes_the_gate_commit(
 def test_a_remote_not_bound_is_not_written(tmp_path: Path, owner_key: OwnerKey) -> None:
     push = ["git", "push", str(tmp_path / "remote.git"), "HEAD:refs/heads/feature/g1"]
     repo = _parked(tmp_path, owner_key, push, bind_remote=False)
-    repo.harness("ship", "g1", "--key", str(repo.key.private), check=0)
-    assert repo.status()["status"] == "failed"  # the step failed: the remote was not there
+    repo.harness("ship", "g1", "--key", str(repo.key.private), check=5)
+    # the step failed (the remote was not there): it waits for a fix and a new decision
+    assert (repo.status()["status"], repo.status()["gate"]) == ("needs_attention", "ship_failed")
     [ship] = [e for e in _events(repo) if e["type"] == "step.finished" and e["step"] == "ship"]
     assert ship["data"]["exit_code"] == 128  # type: ignore[index]
     assert git(tmp_path / "remote.git", "for-each-ref") == ""
