@@ -10,6 +10,7 @@ can write `.git/hooks`, and a hook must never run with the harness's environment
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import re
 import signal
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import HarnessError, InvalidInput
+from harness.store.fsutil import fsync_dir
 
 # Variables that would point git at another repository, index or object store.
 GIT_LOCATING = (
@@ -37,17 +39,54 @@ GIT_LOCATING = (
 _NEVER_TO_GIT = ("HARNESS_SECRET", "HARNESS_SECRET_FILE", "HARNESS_KEY_PASSPHRASE")
 # A branch HEAD as git writes it, for names of plain characters only (others ask git).
 _PLAIN_HEAD = re.compile(r"ref: (refs/heads/[A-Za-z0-9][A-Za-z0-9._/-]*)")
-# core.fsync (git >= 2.36): the objects and refs of the harness's commits reach the disk
-# before git reports success, so a power cut cannot leave a goal branch naming an empty
-# commit (issue 14). Older git ignores the key and does not fsync (docs/specs/remote.md).
-SAFE_CONFIG = (
-    "-c",
-    "core.hooksPath=/dev/null",
-    "-c",
-    "core.fsmonitor=false",
-    "-c",
-    "core.fsync=committed",
-)
+_SAFE_BASE = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false")
+# core.fsync arrived in git 2.36 (objects and refs reach the disk before git reports
+# success, so a power cut cannot leave a goal branch naming an empty commit, issue 14).
+FSYNC_SINCE = (2, 36)
+_GIT_VERSION = re.compile(r"git version (\d+)\.(\d+)")
+
+
+def git_version(text: str) -> tuple[int, int] | None:
+    """(major, minor) from `git version` output (`git version 2.39.5`, `… .windows.1`)."""
+    match = _GIT_VERSION.match(text.strip())
+    return (int(match[1]), int(match[2])) if match else None
+
+
+def fsync_config(version: tuple[int, int] | None) -> tuple[str, ...]:
+    """The fsync options for this git: `core.fsync=committed` from 2.36; before it
+    `core.fsyncObjectFiles=true`, which older git knows (newer git warns about it on every
+    call, so it is never passed there), and the harness fsyncs the refs itself
+    (`needs_ref_fsync`). An unreadable version is taken as new: the key is then ignored."""
+    if version is None or version >= FSYNC_SINCE:
+        return ("-c", "core.fsync=committed")
+    return ("-c", "core.fsyncObjectFiles=true")
+
+
+def needs_ref_fsync(version: tuple[int, int] | None) -> bool:
+    """Whether git itself leaves the refs it writes unsynced (before core.fsync)."""
+    return version is not None and version < FSYNC_SINCE
+
+
+def _installed_version() -> tuple[int, int] | None:
+    try:
+        out = subprocess.run(
+            ["git", "version"], env=CLEAN_ENV, capture_output=True, timeout=60, check=False
+        ).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return git_version(out.decode("utf-8", "replace"))
+
+
+@functools.cache
+def installed_git() -> tuple[int, int] | None:
+    return _installed_version()
+
+
+@functools.cache
+def safe_config() -> tuple[str, ...]:
+    """Options every harness git call gets: no hooks, no fsmonitor, fsync (by version)."""
+    return (*_SAFE_BASE, *fsync_config(installed_git()))
+
 HARNESS_NAME = "goal-harness"
 HARNESS_EMAIL = "harness@goal-harness.invalid"
 
@@ -98,7 +137,7 @@ def run_git(
     timeout = git_timeout_s()
     # Its own process group: on a timeout, a hook it started is ended with it.
     with subprocess.Popen(
-        ["git", *SAFE_CONFIG, *args],
+        ["git", *safe_config(), *args],
         cwd=cwd,
         env=CLEAN_ENV,
         stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
@@ -132,7 +171,7 @@ def start_git(args: Sequence[str], cwd: Path, *, text: bool = False) -> subproce
     For a library that reads git's output itself (GitPython, for a push's answer).
     """
     return subprocess.Popen(
-        ["git", *SAFE_CONFIG, *args],
+        ["git", *safe_config(), *args],
         cwd=cwd,
         env=CLEAN_ENV,
         stdin=subprocess.DEVNULL,
@@ -364,7 +403,25 @@ class Worktree:
             ],
             self.path,
         )
+        if needs_ref_fsync(installed_git()):
+            self.fsync_branch()
         return self.head()
+
+    def fsync_branch(self) -> None:
+        """For git without core.fsync: the branch ref this commit moved (or packed-refs), and
+        the folders naming it, reach the disk before the commit is taken as made."""
+        common = Path(
+            git_text(["rev-parse", "--path-format=absolute", "--git-common-dir"], self.path)
+        )
+        ref = common / git_text(["symbolic-ref", "-q", "HEAD"], self.path)
+        for path in (ref, common / "packed-refs"):
+            if path.is_file():
+                fd = os.open(path, os.O_RDONLY)
+                try:
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+                fsync_dir(path.parent)
 
     def clear_stale_index_lock(self) -> bool:
         """Remove an index.lock left by a killed git process. The caller holds the goal's

@@ -12,7 +12,7 @@ import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
-from harness.store.gitrepo import CLEAN_ENV, SAFE_CONFIG, GitError, run_git
+from harness.store.gitrepo import CLEAN_ENV, GitError, run_git, safe_config
 
 
 class ObjectReader:
@@ -85,7 +85,7 @@ class ObjectReader:
     def _start(self) -> subprocess.Popen[bytes]:
         if self._proc is None:
             self._proc = subprocess.Popen(
-                ["git", *SAFE_CONFIG, "cat-file", "--batch"],
+                ["git", *safe_config(), "cat-file", "--batch"],
                 cwd=self._root,
                 env=CLEAN_ENV,
                 stdin=subprocess.PIPE,
