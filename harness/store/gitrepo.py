@@ -87,6 +87,7 @@ def safe_config() -> tuple[str, ...]:
     """Options every harness git call gets: no hooks, no fsmonitor, fsync (by version)."""
     return (*_SAFE_BASE, *fsync_config(installed_git()))
 
+
 HARNESS_NAME = "goal-harness"
 HARNESS_EMAIL = "harness@goal-harness.invalid"
 
@@ -129,6 +130,17 @@ def git_reason(stderr: bytes | str) -> str:
             if line.startswith(prefix):
                 return line.removeprefix(prefix)
     return lines[-1] if lines else ""
+
+
+_OBJECT = re.compile(
+    r"\b([0-9a-f]{40}(?:[0-9a-f]{24})?)\b|objects/([0-9a-f]{2})/([0-9a-f]{38}(?:[0-9a-f]{24})?)\b"
+)
+
+
+def named_objects(stderr: bytes | str) -> list[str]:
+    """The object ids git's message names, as ids or as loose object file paths."""
+    text = stderr.decode("utf-8", "replace") if isinstance(stderr, bytes) else stderr
+    return [m[1] or m[2] + m[3] for m in _OBJECT.finditer(text)]
 
 
 def run_git(

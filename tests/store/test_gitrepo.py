@@ -290,9 +290,9 @@ def test_without_core_fsync_the_harness_fsyncs_objects_and_the_ref(
         "gitrepo.installed_git = lambda: (2, 35); "
         "gitrepo.Worktree(Path(sys.argv[1])).commit('durable')"
     )
+    strace = ["strace", "-f", "-e", "trace=execve,openat,fsync", "-o", str(trace)]
     subprocess.run(
-        ["strace", "-f", "-e", "trace=execve,openat,fsync", "-o", str(trace)]
-        + [sys.executable, "-c", code, str(repo)],
+        [*strace, sys.executable, "-c", code, str(repo)],
         check=True,
         capture_output=True,
     )
