@@ -22,6 +22,7 @@ from typing import Any
 
 from harness.errors import HarnessError, InvalidInput
 from harness.store.fsutil import fsync_dir
+from harness.store.gitversion import fsync_config, installed_version, needs_ref_fsync
 
 # Variables that would point git at another repository, index or object store.
 GIT_LOCATING = (
@@ -40,46 +41,12 @@ _NEVER_TO_GIT = ("HARNESS_SECRET", "HARNESS_SECRET_FILE", "HARNESS_KEY_PASSPHRAS
 # A branch HEAD as git writes it, for names of plain characters only (others ask git).
 _PLAIN_HEAD = re.compile(r"ref: (refs/heads/[A-Za-z0-9][A-Za-z0-9._/-]*)")
 _SAFE_BASE = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false")
-# core.fsync arrived in git 2.36 (objects and refs reach the disk before git reports
-# success, so a power cut cannot leave a goal branch naming an empty commit, issue 14).
-FSYNC_SINCE = (2, 36)
-_GIT_VERSION = re.compile(r"git version (\d+)\.(\d+)")
-
-
-def git_version(text: str) -> tuple[int, int] | None:
-    """(major, minor) from `git version` output (`git version 2.39.5`, `… .windows.1`)."""
-    match = _GIT_VERSION.match(text.strip())
-    return (int(match[1]), int(match[2])) if match else None
-
-
-def fsync_config(version: tuple[int, int] | None) -> tuple[str, ...]:
-    """The fsync options for this git: `core.fsync=committed` from 2.36; before it
-    `core.fsyncObjectFiles=true`, which older git knows (newer git warns about it on every
-    call, so it is never passed there), and the harness fsyncs the refs itself
-    (`needs_ref_fsync`). An unreadable version is taken as new: the key is then ignored."""
-    if version is None or version >= FSYNC_SINCE:
-        return ("-c", "core.fsync=committed")
-    return ("-c", "core.fsyncObjectFiles=true")
-
-
-def needs_ref_fsync(version: tuple[int, int] | None) -> bool:
-    """Whether git itself leaves the refs it writes unsynced (before core.fsync)."""
-    return version is not None and version < FSYNC_SINCE
-
-
-def _installed_version() -> tuple[int, int] | None:
-    try:
-        out = subprocess.run(
-            ["git", "version"], env=CLEAN_ENV, capture_output=True, timeout=60, check=False
-        ).stdout
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return git_version(out.decode("utf-8", "replace"))
 
 
 @functools.cache
 def installed_git() -> tuple[int, int] | None:
-    return _installed_version()
+    """The installed git's (major, minor), read once per process."""
+    return installed_version(CLEAN_ENV)
 
 
 @functools.cache
@@ -338,6 +305,24 @@ class Repo:
         text = link.read_text().strip()
         return Path(text.removeprefix("gitdir: ")) if text.startswith("gitdir: ") else None
 
+    def drop_empty_objects(self) -> list[str]:
+        """Remove loose object files of no bytes, as a power cut leaves an unsynced one.
+
+        git never writes an object file at its final name until it is complete, so an empty
+        one holds nothing, and git takes it as present: the next `git add` of the same
+        content would not write it again and the commit would name an object that cannot
+        be read. Removed, it is written again. Returns the object ids removed."""
+        dropped = []
+        with contextlib.suppress(FileNotFoundError):
+            for folder in os.scandir(self.common_dir / "objects"):
+                if len(folder.name) != 2 or not folder.is_dir(follow_symlinks=False):
+                    continue
+                for entry in os.scandir(folder.path):
+                    if entry.is_file(follow_symlinks=False) and entry.stat().st_size == 0:
+                        os.unlink(entry.path)
+                        dropped.append(folder.name + entry.name)
+        return dropped
+
     def harness_dir(self) -> Path:
         """Machine-local harness state (locks, logs): inside .git, never committed."""
         folder = self.common_dir / "harness"
@@ -444,6 +429,18 @@ class Worktree:
             lock.unlink()
             return True
         return False
+
+    def rebuild_index(self) -> None:
+        """The index made again from HEAD: git trusts the index's entries and cached tree
+        ids without reading their objects, so after objects were dropped every file is
+        hashed (and written) again at the next `git add`. HEAD itself unreadable: the
+        index is left as it is (loading the goal refuses that)."""
+        index = Path(git_text(["rev-parse", "--git-path", "index"], self.path))
+        index = index if index.is_absolute() else self.path / index
+        kept = index.read_bytes() if index.is_file() else None
+        index.unlink(missing_ok=True)
+        if run_git(["reset", "-q"], self.path, check=False).returncode != 0 and kept is not None:
+            index.write_bytes(kept)
 
     def changed_paths(self, base: str) -> list[str]:
         """Every path that differs between commit `base` and the working tree (staged)."""

@@ -14,16 +14,8 @@ from typing import Any
 import pytest
 
 from harness.errors import InvalidInput
-from harness.store.gitrepo import (
-    GitError,
-    Repo,
-    fsync_config,
-    git_version,
-    installed_git,
-    needs_ref_fsync,
-    run_git,
-    safe_config,
-)
+from harness.store.gitrepo import GitError, Repo, installed_git, run_git, safe_config
+from harness.store.gitversion import fsync_config, git_version, needs_ref_fsync
 from harness.store.objects import ObjectReader
 
 
