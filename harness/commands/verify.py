@@ -8,14 +8,14 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from harness.commands.session import open_session
-from harness.errors import HarnessError
+from harness.errors import HarnessError, TrustFailure
 from harness.loop.control import Control
 from harness.model.goal import GOAL_ID_RE
-from harness.record.hydrate import load
+from harness.record.hydrate import SAFE_ADVICE, load
 from harness.record.ledger import LedgerBroken
-from harness.record.locate import locate
+from harness.record.locate import Located, locate
 from harness.store.gitrepo import Repo
-from harness.store.objects import branch_heads
+from harness.store.objects import ObjectCheck, Unreadable, branch_heads
 from harness.trust.approvals import find_run_approval
 from harness.trust.secret import Secret
 
@@ -54,13 +54,22 @@ def _result(repo: Repo, control: Control, secret: Secret, goal_id: str) -> dict[
 
 
 def _verify_one(repo: Repo, control: Control, secret: Secret, goal_id: str) -> dict[str, Any]:
-    with locate(repo, goal_id, control.branch(goal_id)) as found:
+    branch = control.branch(goal_id)
+    with locate(repo, goal_id, branch) as found:
         key = secret.goal_key(goal_id)
-        # Every line's MAC, sequence and chain from the first; the state is folded on from
-        # the MAC'd cell (a run folds the whole ledger and compares it with the cell).
-        loaded = load(
-            found.paths, key, found.committed, repair=False, report=False, full_fold=False
-        )
+        objects = _object_check(repo, control, found, branch)
+        try:
+            # Every line's MAC, sequence and chain from the first; the state is folded on
+            # from the MAC'd cell (a run folds the whole ledger and compares it with the cell).
+            loaded = load(
+                found.paths, key, found.committed, repair=False, report=False, full_fold=False
+            )
+            broken = objects.finish() if objects is not None else None
+        finally:
+            if objects is not None:
+                objects.close()
+        if broken is not None:
+            raise TrustFailure(_unreadable_text(branch, broken, found.origin))
         segments = len(loaded.ledger.segments())
     cell = loaded.cell
     if cell.goal_sha256 is not None:
@@ -88,6 +97,22 @@ def _verify_one(repo: Repo, control: Control, secret: Secret, goal_id: str) -> d
         "status": cell.status,
         "notes": notes,
     }
+
+
+def _object_check(repo: Repo, control: Control, found: Located, branch: str) -> ObjectCheck | None:
+    """Every commit, tree and blob the goal branch added, read while the ledger is checked:
+    `ok` vouches only for a record git can hand on (a fetch, a push, the next run)."""
+    if found.committed is None:
+        return None  # not a commit at all (a copied ledger folder outside git)
+    root = found.paths.root if found.origin == "worktree" else repo.root
+    head = f"refs/heads/{branch}" if found.origin == "branch" else "HEAD"
+    return ObjectCheck(root, head, [control.commit], "ledger/")
+
+
+def _unreadable_text(branch: str, broken: Unreadable, origin: str) -> str:
+    what = f"at {broken.path}" if broken.path else "a commit or tree"
+    advice = SAFE_ADVICE if origin == "worktree" else SAFE_ADVICE.split("; ", 1)[1]
+    return f"{branch}: git object {broken.oid} ({what}) cannot be read: {broken.reason}; {advice}"
 
 
 def _line(result: Mapping[str, Any]) -> str:

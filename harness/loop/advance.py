@@ -58,6 +58,7 @@ def advance_goal(
     # A run that died here may have left its step's processes and git's index.lock behind.
     ChildRecord(repo.harness_dir() / "locks", goal_id).end_leftover()
     repo.repair_worktree(repo.worktree_path(goal_id))
+    dropped = repo.drop_empty_objects()  # a power cut's leftovers, before git builds on them
     if ctx.remote is not None:
         ctx.remote.sync(control.branch(goal_id), repo.worktree_path(goal_id))
     wt = open_worktree(repo, goal_id, control.branch(goal_id))
@@ -65,7 +66,7 @@ def advance_goal(
         if verdict is None:
             control.run_approval(goal)  # raises the precise refusal; nothing is created
         wt = ensure_worktree(repo, goal_id, control.branch(goal_id), control.commit)
-    wt.clear_stale_index_lock()
+    _repair_index(wt, dropped)
     runner, bound = _loaded_runner(ctx, goal, verdict, wt, lessons)
     try:
         return _move_on(ctx, runner, bound, verdict, extra)
@@ -123,6 +124,14 @@ def _move_on(
             return runner.cell
         runner.cross_gate(decision)
     return runner.advance()
+
+
+def _repair_index(wt: Worktree, dropped: list[str]) -> None:
+    """What a kill or a power cut left in the goal's index: git's index.lock, and entries
+    or cached trees naming objects that were dropped as empty (made again from HEAD)."""
+    wt.clear_stale_index_lock()
+    if dropped:
+        wt.rebuild_index()
 
 
 def _loaded_runner(

@@ -354,6 +354,9 @@ class GoalRunner(Crossing):
             self.emit("step.interrupted", step, iteration, {"call_id": cid, "signal": stop.name})
             self.checkpoint(f"{step} {iteration} interrupted by {stop.name}")
             raise
+        if self.ctx.remote is not None:  # the fence (remote.md): was the step taken over?
+            what = f"goal {self.goal.id}: {step}[{iteration}]"
+            self.ctx.remote.fence(self.wt, started, what, data["lease_until"])
         self.check_worktree_kept(step, iteration)
         ran = Ran(step, iteration, cid, started, before, result, report, agent)
         touched = guard.changed()

@@ -20,7 +20,7 @@ from harness.record.fold import apply
 from harness.record.ledger import START, Ledger, Position, Record, TornTail
 from harness.record.render import MarkdownReport
 from harness.store.fsutil import refuse_link
-from harness.store.gitrepo import git_reason, run_git
+from harness.store.gitrepo import git_reason, named_objects, run_git
 
 
 @dataclass(frozen=True)
@@ -80,6 +80,11 @@ def committed_view(paths: GoalPaths, ref: str = "HEAD", history: bool = True) ->
     for row in listing.stdout.decode("utf-8", "replace").splitlines():
         meta, _, name = row.partition("\t")
         kind, obj, size = meta.split()[1:4]
+        if kind == "blob" and not size.isdigit():  # `-` for a missing or empty object file
+            raise TrustFailure(
+                f"{paths.root}: git object {obj} ({name}) of the head commit cannot be read "
+                f"(git gives its size as {size!r}); {SAFE_ADVICE}"
+            )
         if name == f"{paths.rel}/state.json":
             cell = run_git(["cat-file", "blob", obj], paths.root).stdout
         elif name.startswith(f"{paths.rel}/events/") and kind == "blob":
@@ -103,8 +108,10 @@ def _check_head_readable(paths: GoalPaths, ref: str, stderr: bytes) -> None:
     head = run_git(["rev-parse", "-q", "--verify", "HEAD"], paths.root, check=False)
     sha = head.stdout.decode().strip()
     if sha:
+        named = [oid for oid in named_objects(stderr) if oid != sha]
+        broken = f" (git object {named[0]})" if named else ""
         raise TrustFailure(
-            f"{paths.root}: the head commit {sha} (or its tree) cannot be read: "
+            f"{paths.root}: the head commit {sha} (or its tree) cannot be read{broken}: "
             f"{git_reason(stderr)}; {SAFE_ADVICE}"
         )
     if run_git(["symbolic-ref", "-q", "HEAD"], paths.root, check=False).returncode != 0:

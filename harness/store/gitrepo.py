@@ -10,6 +10,7 @@ can write `.git/hooks`, and a hook must never run with the harness's environment
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import re
 import signal
@@ -20,6 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import HarnessError, InvalidInput
+from harness.store.fsutil import fsync_dir
+from harness.store.gitversion import fsync_config, installed_version, needs_ref_fsync
 
 # Variables that would point git at another repository, index or object store.
 GIT_LOCATING = (
@@ -37,17 +40,21 @@ GIT_LOCATING = (
 _NEVER_TO_GIT = ("HARNESS_SECRET", "HARNESS_SECRET_FILE", "HARNESS_KEY_PASSPHRASE")
 # A branch HEAD as git writes it, for names of plain characters only (others ask git).
 _PLAIN_HEAD = re.compile(r"ref: (refs/heads/[A-Za-z0-9][A-Za-z0-9._/-]*)")
-# core.fsync (git >= 2.36): the objects and refs of the harness's commits reach the disk
-# before git reports success, so a power cut cannot leave a goal branch naming an empty
-# commit (issue 14). Older git ignores the key and does not fsync (docs/specs/remote.md).
-SAFE_CONFIG = (
-    "-c",
-    "core.hooksPath=/dev/null",
-    "-c",
-    "core.fsmonitor=false",
-    "-c",
-    "core.fsync=committed",
-)
+_SAFE_BASE = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false")
+
+
+@functools.cache
+def installed_git() -> tuple[int, int] | None:
+    """The installed git's (major, minor), read once per process."""
+    return installed_version(CLEAN_ENV)
+
+
+@functools.cache
+def safe_config() -> tuple[str, ...]:
+    """Options every harness git call gets: no hooks, no fsmonitor, fsync (by version)."""
+    return (*_SAFE_BASE, *fsync_config(installed_git()))
+
+
 HARNESS_NAME = "goal-harness"
 HARNESS_EMAIL = "harness@goal-harness.invalid"
 
@@ -92,6 +99,17 @@ def git_reason(stderr: bytes | str) -> str:
     return lines[-1] if lines else ""
 
 
+_OBJECT = re.compile(
+    r"\b([0-9a-f]{40}(?:[0-9a-f]{24})?)\b|objects/([0-9a-f]{2})/([0-9a-f]{38}(?:[0-9a-f]{24})?)\b"
+)
+
+
+def named_objects(stderr: bytes | str) -> list[str]:
+    """The object ids git's message names, as ids or as loose object file paths."""
+    text = stderr.decode("utf-8", "replace") if isinstance(stderr, bytes) else stderr
+    return [m[1] or m[2] + m[3] for m in _OBJECT.finditer(text)]
+
+
 def run_git(
     args: Sequence[str],
     cwd: Path,
@@ -104,7 +122,7 @@ def run_git(
     timeout = git_timeout_s()
     # Its own process group: on a timeout, a hook it started is ended with it.
     with subprocess.Popen(
-        ["git", *SAFE_CONFIG, *args],
+        ["git", *safe_config(), *args],
         cwd=cwd,
         env=(CLEAN_ENV | dict(extra_env)) if extra_env else CLEAN_ENV,
         stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
@@ -138,7 +156,7 @@ def start_git(args: Sequence[str], cwd: Path, *, text: bool = False) -> subproce
     For a library that reads git's output itself (GitPython, for a push's answer).
     """
     return subprocess.Popen(
-        ["git", *SAFE_CONFIG, *args],
+        ["git", *safe_config(), *args],
         cwd=cwd,
         env=CLEAN_ENV,
         stdin=subprocess.DEVNULL,
@@ -293,6 +311,24 @@ class Repo:
         text = link.read_text().strip()
         return Path(text.removeprefix("gitdir: ")) if text.startswith("gitdir: ") else None
 
+    def drop_empty_objects(self) -> list[str]:
+        """Remove loose object files of no bytes, as a power cut leaves an unsynced one.
+
+        git never writes an object file at its final name until it is complete, so an empty
+        one holds nothing, and git takes it as present: the next `git add` of the same
+        content would not write it again and the commit would name an object that cannot
+        be read. Removed, it is written again. Returns the object ids removed."""
+        dropped = []
+        with contextlib.suppress(FileNotFoundError):
+            for folder in os.scandir(self.common_dir / "objects"):
+                if len(folder.name) != 2 or not folder.is_dir(follow_symlinks=False):
+                    continue
+                for entry in os.scandir(folder.path):
+                    if entry.is_file(follow_symlinks=False) and entry.stat().st_size == 0:
+                        os.unlink(entry.path)
+                        dropped.append(folder.name + entry.name)
+        return dropped
+
     def harness_dir(self) -> Path:
         """Machine-local harness state (locks, logs): inside .git, never committed."""
         folder = self.common_dir / "harness"
@@ -370,7 +406,25 @@ class Worktree:
             ],
             self.path,
         )
+        if needs_ref_fsync(installed_git()):
+            self.fsync_branch()
         return self.head()
+
+    def fsync_branch(self) -> None:
+        """For git without core.fsync: the branch ref this commit moved (or packed-refs), and
+        the folders naming it, reach the disk before the commit is taken as made."""
+        common = Path(
+            git_text(["rev-parse", "--path-format=absolute", "--git-common-dir"], self.path)
+        )
+        ref = common / git_text(["symbolic-ref", "-q", "HEAD"], self.path)
+        for path in (ref, common / "packed-refs"):
+            if path.is_file():
+                fd = os.open(path, os.O_RDONLY)
+                try:
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+                fsync_dir(path.parent)
 
     def clear_stale_index_lock(self) -> bool:
         """Remove an index.lock left by a killed git process. The caller holds the goal's
@@ -381,6 +435,18 @@ class Worktree:
             lock.unlink()
             return True
         return False
+
+    def rebuild_index(self) -> None:
+        """The index made again from HEAD: git trusts the index's entries and cached tree
+        ids without reading their objects, so after objects were dropped every file is
+        hashed (and written) again at the next `git add`. HEAD itself unreadable: the
+        index is left as it is (loading the goal refuses that)."""
+        index = Path(git_text(["rev-parse", "--git-path", "index"], self.path))
+        index = index if index.is_absolute() else self.path / index
+        kept = index.read_bytes() if index.is_file() else None
+        index.unlink(missing_ok=True)
+        if run_git(["reset", "-q"], self.path, check=False).returncode != 0 and kept is not None:
+            index.write_bytes(kept)
 
     def changed_paths(self, base: str) -> list[str]:
         """Every path that differs between commit `base` and the working tree (staged)."""

@@ -9,10 +9,19 @@ from __future__ import annotations
 
 import contextlib
 import subprocess
+import tempfile
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
-from harness.store.gitrepo import CLEAN_ENV, SAFE_CONFIG, GitError, run_git
+from harness.store.gitrepo import (
+    CLEAN_ENV,
+    GitError,
+    git_reason,
+    named_objects,
+    run_git,
+    safe_config,
+)
 
 
 class ObjectReader:
@@ -85,7 +94,7 @@ class ObjectReader:
     def _start(self) -> subprocess.Popen[bytes]:
         if self._proc is None:
             self._proc = subprocess.Popen(
-                ["git", *SAFE_CONFIG, "cat-file", "--batch"],
+                ["git", *safe_config(), "cat-file", "--batch"],
                 cwd=self._root,
                 env=CLEAN_ENV,
                 stdin=subprocess.PIPE,
@@ -133,3 +142,117 @@ def branch_heads(repo_root: Path, prefix: str) -> dict[str, str]:
         repo_root,
     ).stdout.decode()
     return dict(line.split(" ", 1) for line in out.splitlines() if " " in line)
+
+
+@dataclass(frozen=True)
+class Unreadable:
+    """A git object a goal branch needs that git cannot read: missing, empty or corrupt."""
+
+    oid: str
+    path: str  # where the branch holds it ("" for a commit or when unknown, "." a root tree)
+    reason: str
+
+
+class ObjectCheck:
+    """Reads every object a goal branch's record stands on, in four git processes.
+
+    `rev-list --objects <head> --not <since>` parses every commit and tree the branch added
+    (those on `since`, the control commit, are the project's, not the record's);
+    `cat-file --batch-check` finds each of them and each blob they name (its header is
+    read); `cat-file --batch` reads the whole of every blob the branch added except the
+    older versions of the files below `ledger` (each commit's segment is a longer copy of
+    the last, so reading them all would grow with the square of the ledger; the head's
+    are read whole). That last read runs while the caller checks the ledger, and is waited
+    for in `finish`.
+    """
+
+    def __init__(self, root: Path, head: str, since: Sequence[str], ledger: str) -> None:
+        self._root, self._head = root, head
+        self._names: dict[str, str] = {}
+        self._found: Unreadable | None = None
+        self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 (closed by close())
+        self._full: subprocess.Popen[bytes] | None = None
+        listing = run_git(["ls-tree", "-r", "-z", head, "--", ledger], root, check=False)
+        at_head = {oid for oid, kind, _ in _tree_rows(listing.stdout) if kind == "blob"}
+        walk = run_git(["rev-list", "--objects", head, "--not", *since, "--"], root, check=False)
+        if walk.returncode != 0:
+            self._found = self._broken(walk.stderr)
+            return
+        oids, whole = [], []
+        for line in walk.stdout.decode("utf-8", "replace").splitlines():
+            oid, tree_or_blob, path = line.partition(" ")  # a commit has no path, a root tree ""
+            oids.append(oid)
+            self._names.setdefault(oid, (path or ".") if tree_or_blob else "")
+            if path and (oid in at_head or not path.startswith(ledger)):
+                whole.append(oid)  # trees too: git reads them again, cheaply
+        check = run_git(
+            ["cat-file", "--batch-check"],
+            root,
+            input="".join(f"{oid}\n" for oid in oids).encode(),
+            check=False,
+        )
+        for line in check.stdout.decode("utf-8", "replace").splitlines():
+            oid, _, kind = line.partition(" ")
+            if kind == "missing":
+                self._found = Unreadable(oid, self._names.get(oid, ""), _reason(check.stderr, oid))
+                return
+        if check.returncode != 0:
+            self._found = self._broken(check.stderr)
+            return
+        with tempfile.TemporaryFile() as request:
+            request.write("".join(f"{oid}\n" for oid in whole).encode())
+            request.seek(0)
+            self._full = subprocess.Popen(
+                ["git", *safe_config(), "cat-file", "--batch"],
+                cwd=root,
+                env=CLEAN_ENV,
+                stdin=request,
+                stdout=subprocess.DEVNULL,
+                stderr=self._stderr,
+            )
+
+    def finish(self) -> Unreadable | None:
+        """The first object git could not read, or None; ends the reading process."""
+        try:
+            if self._found is None and self._full is not None and self._full.wait() != 0:
+                self._stderr.seek(0)
+                self._found = self._broken(self._stderr.read())
+            return self._found
+        finally:
+            self.close()
+
+    def _broken(self, stderr: bytes) -> Unreadable:
+        found = named_objects(stderr)
+        oid = next((o for o in found if o in self._names), found[0] if found else self._head)
+        return Unreadable(
+            oid, self._names.get(oid) or self._path_at_head(oid), _reason(stderr, oid)
+        )
+
+    def _path_at_head(self, oid: str) -> str:
+        """Where the head's tree holds `oid` (a failed walk named no path), or ""."""
+        listing = run_git(["ls-tree", "-r", "-t", "-z", self._head], self._root, check=False)
+        return next((path for got, _, path in _tree_rows(listing.stdout) if got == oid), "")
+
+    def close(self) -> None:
+        if self._full is not None and self._full.poll() is None:
+            self._full.kill()
+            self._full.wait()
+        self._stderr.close()
+
+
+def _tree_rows(listing: bytes) -> list[tuple[str, str, str]]:
+    rows = []
+    for entry in listing.split(b"\0"):
+        meta, _, path = entry.partition(b"\t")
+        parts = meta.split()
+        if len(parts) == 3:
+            rows.append((parts[2].decode(), parts[1].decode(), path.decode("utf-8", "replace")))
+    return rows
+
+
+def _reason(stderr: bytes, oid: str) -> str:
+    """git's words for the object (its line naming it or its file), else `missing`."""
+    lines = stderr.decode("utf-8", "replace").splitlines()
+    path = f"{oid[:2]}/{oid[2:]}"
+    named = [line for line in lines if oid in line or path in line]
+    return git_reason("\n".join(named)) if named else "missing"

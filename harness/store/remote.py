@@ -147,6 +147,23 @@ class Remote:
             self._reset(branch, worktree.path, moved)
             raise LeaseLost(f"{branch}: another runner advanced the goal first; leaving it to them")
 
+    def fence(self, worktree: Worktree, started: str, what: str, lease_until: str) -> None:
+        """Passed by a step's result before anything of it is written: when the remote's
+        branch moved on from `started` (the step's pushed start), another runner took the
+        step (this one was stopped past its lease, or the clocks disagree). The local branch
+        and worktree then go to the remote's commit and LeaseLost is raised. A remote that
+        cannot be read now lets it pass: the push after the step is then the fence."""
+        branch = worktree.branch()
+        theirs = self.fetch_branch(branch)
+        if theirs is None or theirs == started or self.repo.is_ancestor(theirs, started):
+            return
+        self._reset(branch, worktree.path, theirs)
+        raise LeaseLost(
+            f"{what} ended after another runner took it over (its lease ran until "
+            f"{lease_until}; the remote's branch is at {theirs[:12]}); its result is "
+            "discarded and nothing of it was recorded"
+        )
+
     def _push_or_refused(self, branch: str, local: str | None) -> str | None:
         """Push; None when it went. When it did not: the remote's commit if the branch moved
         there past `local` (a lost race), else PushRefused with the remote's own answer."""

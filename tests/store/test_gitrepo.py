@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 
 from harness.errors import InvalidInput
-from harness.store.gitrepo import GitError, Repo, run_git
+from harness.store.gitrepo import GitError, Repo, installed_git, run_git, safe_config
+from harness.store.gitversion import fsync_config, git_version, needs_ref_fsync
 from harness.store.objects import ObjectReader
 
 
@@ -240,3 +241,60 @@ def test_a_git_call_that_hangs_is_ended_by_its_timeout(
         f"git slow did not finish in 1s in {repo} (a hung hook or remote?); "
         "HARNESS_GIT_TIMEOUT sets the limit"
     )
+
+
+def test_the_fsync_option_is_chosen_by_the_git_version() -> None:
+    """core.fsync from git 2.36; before it core.fsyncObjectFiles and the harness's own ref
+    fsync (a git older than 2.36 is not installed here: the chooser is tested directly)."""
+    assert git_version("git version 2.39.5\n") == (2, 39)
+    assert git_version("git version 2.35.1.windows.2") == (2, 35)
+    assert git_version("git version 1.9.0") == (1, 9)
+    assert git_version("not git") is None
+    assert fsync_config((2, 36)) == ("-c", "core.fsync=committed")
+    assert fsync_config((3, 0)) == ("-c", "core.fsync=committed")
+    assert fsync_config((2, 35)) == ("-c", "core.fsyncObjectFiles=true")
+    assert fsync_config((1, 9)) == ("-c", "core.fsyncObjectFiles=true")
+    assert fsync_config(None) == ("-c", "core.fsync=committed")
+    assert [needs_ref_fsync(v) for v in ((2, 35), (2, 36), None)] == [True, False, False]
+
+
+def test_the_installed_git_gets_its_own_fsync_option_and_no_warning(repo: Path) -> None:
+    """The real git's version picks the option; every harness call then runs without the
+    deprecation warning a wrong choice makes newer git print."""
+    real = git_version(subprocess.run(["git", "version"], capture_output=True, text=True).stdout)
+    assert installed_git() == real
+    assert safe_config()[-2:] == fsync_config(real)
+    (repo / "new.txt").write_text("x\n")
+    proc = run_git(["add", "-A"], repo)
+    assert proc.stderr == b""
+
+
+@pytest.mark.skipif(shutil.which("strace") is None, reason="needs strace")
+def test_without_core_fsync_the_harness_fsyncs_objects_and_the_ref(
+    repo: Path, tmp_path: Path
+) -> None:
+    """The fallback on the real git, as an older one would get it: git is asked for
+    core.fsyncObjectFiles and the harness itself fsyncs the branch's ref file."""
+    (repo / "new.txt").write_text("x\n")
+    trace = tmp_path / "trace"
+    code = (
+        "import sys; from pathlib import Path; from harness.store import gitrepo; "
+        "gitrepo.installed_git = lambda: (2, 35); "
+        "gitrepo.Worktree(Path(sys.argv[1])).commit('durable')"
+    )
+    strace = ["strace", "-f", "-e", "trace=execve,openat,fsync", "-o", str(trace)]
+    subprocess.run(
+        [*strace, sys.executable, "-c", code, str(repo)],
+        check=True,
+        capture_output=True,
+    )
+    text = trace.read_text()
+    assert "core.fsyncObjectFiles=true" in text and "core.fsync=committed" not in text
+    # The harness process (the first pid in the trace) opens and fsyncs refs/heads/main.
+    pid = text.split(None, 1)[0]
+    own = [line for line in text.splitlines() if line.startswith(pid + " ")]
+    opened = [line for line in own if "refs/heads/main" in line and "openat(" in line]
+    assert opened, text
+    fd = opened[-1].rsplit("=", 1)[1].strip()
+    assert any(f"fsync({fd})" in line for line in own), text
+    assert git(repo, "log", "-1", "--format=%s") == "durable"

@@ -1,0 +1,75 @@
+"""Fencing: a runner stopped past its lease, while another runner took its step over,
+discards its step's result when it wakes; nothing of it is appended, printed or committed,
+and the shared record verifies with one finish per step (issue 14, remote.md "Fencing")."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import signal
+import subprocess
+from pathlib import Path
+
+from harness.commands.run import run
+from tests.e2e.test_remote import clone
+from tests.inprocess import FakeClock
+from tests.managed import ManagedFactory, git
+
+
+def test_a_runner_woken_past_its_lease_discards_the_step_another_took(
+    managed: ManagedFactory, tmp_path: Path
+) -> None:
+    seed = managed()
+    bare = tmp_path / "remote.git"
+    subprocess.run(["git", "clone", "-q", "--bare", str(seed.root), str(bare)], check=True)
+    first, second = clone(seed, bare, tmp_path / "first"), clone(seed, bare, tmp_path / "second")
+    # The first runner starts build[1] (its step.started, the lease, is pushed), then is
+    # stopped (SIGSTOP) as a suspended laptop or a paused VM would be.
+    runner, agent = first.start_hanging_run("--push", "origin")
+    os.kill(runner.pid, signal.SIGSTOP)
+    try:
+        first.release_build()
+        # The second runner's clock (2030) is past the first's lease: it takes the step
+        # over, runs it again and finishes the goal, pushing every step.
+        out, err = io.StringIO(), io.StringIO()
+        code = run(second.root, [], None, "origin", second.env, out, err, FakeClock())
+        assert code == 0, err.getvalue()
+        assert "build[1] was cut off" in out.getvalue(), out.getvalue()
+        taken = git(bare, "rev-parse", "harness/g1")
+    finally:
+        os.kill(agent, signal.SIGKILL)  # the first runner's build ends when it wakes
+        os.kill(runner.pid, signal.SIGCONT)
+    stdout, stderr = runner.communicate(timeout=60)
+    assert runner.returncode == 4, (stdout, stderr)
+    # Nothing of the woken runner's step is printed or committed; its branch is the remote's.
+    assert [line for line in stdout.splitlines() if " build[1] " in line] == [
+        line for line in stdout.splitlines() if "build[1] started" in line
+    ]
+    assert git(first.root, "rev-parse", "harness/g1") == taken
+    made = git(first.root, "reflog", "--format=%gs", "harness/g1").splitlines()
+    assert not [m for m in made if m.startswith("commit") and "build 1 finished" in m], made
+    assert git(first.worktree, "status", "--porcelain") == ""
+    assert stderr.splitlines() == [
+        f"harness: g1: busy: goal g1: build[1] ended after another runner took it over (its "
+        f"lease ran until {_lease(first.root)}; the remote's branch is at {taken[:12]}); its "
+        "result is discarded and nothing of it was recorded"
+    ]
+    # The shared record: one finish per step, and it verifies from a fresh clone.
+    auditor = clone(seed, bare, tmp_path / "auditor")
+    git(auditor.root, "fetch", "-q", "origin", "harness/g1:harness/g1")
+    assert auditor.harness("verify", "g1", check=0).stdout.startswith("ok g1: ")
+    events = json.loads(auditor.harness("replay", "g1", "--format", "json", check=0).stdout)
+    finished = [
+        (e["step"], e["iteration"]) for e in events["events"] if e["type"] == "step.finished"
+    ]
+    assert len(finished) == len(set(finished)) and ("build", 1) in finished, finished
+    # The next run in the woken clone finds the goal finished and does nothing.
+    assert first.harness("run", "--push", "origin", check=0).stdout == ""
+
+
+def _lease(root: Path) -> str:
+    """The lease the first runner's build[1] took, from its own (reset) branch's ledger."""
+    text = git(root, "show", "harness/g1:ledger/g1/events/000001.jsonl")
+    starts = [json.loads(line) for line in text.splitlines() if '"step.started"' in line]
+    return str(starts[0]["e"]["data"]["lease_until"])
