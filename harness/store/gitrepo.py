@@ -430,6 +430,14 @@ class Worktree:
             else:
                 run_git(["rm", "-q", "-f", "--cached", "--ignore-unmatch", "--", path], self.path)
                 (self.path / path).unlink(missing_ok=True)
+                self._drop_empty_parents(path)
+
+    def _drop_empty_parents(self, rel: str) -> None:
+        """The folders a removed file leaves empty (a `__pycache__/`), up to the worktree."""
+        parent = (self.path / rel).parent
+        while parent != self.path and parent.is_dir() and not any(parent.iterdir()):
+            parent.rmdir()
+            parent = parent.parent
 
     def is_ancestor(self, older: str, newer: str = "HEAD") -> bool:
         proc = run_git(["merge-base", "--is-ancestor", older, newer], self.path, check=False)
