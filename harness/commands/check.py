@@ -12,7 +12,7 @@ from harness.errors import HarnessError, InvalidInput
 from harness.loop.control import CONFIG_PATH, OWNERS_PATH
 from harness.model.config import Config, parse_config
 from harness.model.goal import MAX_GOAL_FILE_BYTES, check_goal_id, goal_source, parse_goal
-from harness.store.gitrepo import Repo
+from harness.store.gitrepo import Repo, stored_bytes
 from harness.trust.approvals import find_run_approval, parse_approval_file
 from harness.trust.owners import Owner, parse_owners
 
@@ -69,6 +69,21 @@ def _owners(root: Path) -> tuple[Owner, ...]:
     return owners
 
 
+def stored_goal_bytes(root: Path, goal_id: str, notes: list[str]) -> bytes:
+    """The goal file as git stores it (what `run` reads once it is committed), with a note
+    when the working copy differs (core.autocrlf, an `eol` attribute): `approve`, `check`
+    and `run` then all hash the same bytes."""
+    rel = f"goals/{goal_id}.yaml"
+    data = (root / rel).read_bytes()
+    stored = stored_bytes(root, rel, data)
+    if stored != data:
+        notes.append(
+            f"{rel}: the working copy differs from the blob git stores (line endings:"
+            " core.autocrlf or an eol attribute); approvals hash the stored blob, as `run` does"
+        )
+    return stored
+
+
 def _check_goal(
     root: Path, goal_id: str, config: Config, owners: tuple[Owner, ...] | None, notes: list[str]
 ) -> None:
@@ -81,9 +96,8 @@ def _check_goal(
             f"goals/{goal_id}.yaml: {path.stat().st_size} bytes (expected at most {MAX_GOAL_FILE_BYTES})"
         )
     principals = {p for o in owners for p in o.principals} if owners else None
-    goal = parse_goal(
-        path.read_bytes(), f"goals/{goal_id}.yaml", goal_id, config.defaults, principals
-    )
+    data = stored_goal_bytes(root, goal_id, notes)
+    goal = parse_goal(data, f"goals/{goal_id}.yaml", goal_id, config.defaults, principals)
     approval = root / "goals" / f"{goal_id}.approval"
     if not approval.is_file():
         notes.append(

@@ -316,11 +316,11 @@ def _goal(root: Path, goal_id: str, config: Config, owners: tuple[Owner, ...] | 
     except HarnessError as exc:
         fix = f"edit goals/{goal_id}.yaml at the key named above, then approve it again"
         return _from_error(check, exc, fix)
-    if notes:
+    if not (root / "goals" / f"{goal_id}.approval").is_file():
         return Finding(check, WARN, "valid, not approved yet", approve)
     if owners is None:
         return Finding(check, WARN, "valid; approval not checked", f"fix {OWNERS_PATH} first")
-    return Finding(check, OK, "valid and approved")
+    return Finding(check, OK, "; ".join(["valid and approved", *notes]))
 
 
 def _committed(repo: Repo, control: Control) -> Finding:

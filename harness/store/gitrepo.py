@@ -160,6 +160,15 @@ def git_text(args: Sequence[str], cwd: Path) -> str:
     return run_git(args, cwd).stdout.decode("utf-8", "replace").strip()
 
 
+def stored_bytes(root: Path, rel: str, data: bytes) -> bytes:
+    """The bytes git stores for `data` committed at `rel`: its line-ending conversion
+    (core.autocrlf, `eol`/`text` attributes) applied, as `git add` would. `run` reads the
+    committed blob, so what is approved and checked is this, not the working copy."""
+    made = run_git(["hash-object", "-w", f"--path={rel}", "--stdin"], root, input=data)
+    blob = made.stdout.decode().strip()
+    return run_git(["cat-file", "blob", blob], root).stdout
+
+
 @dataclass(frozen=True)
 class Repo:
     """The managed repository: its main worktree and its common git folder."""
