@@ -11,7 +11,13 @@ from typing import TextIO, TypeVar
 from harness.errors import HarnessError, InvalidInput
 from harness.loop.control import CONFIG_PATH, OWNERS_PATH
 from harness.model.config import Config, parse_config
-from harness.model.goal import MAX_GOAL_FILE_BYTES, check_goal_id, goal_source, parse_goal
+from harness.model.goal import (
+    MAX_GOAL_FILE_BYTES,
+    check_goal_id,
+    goal_source,
+    parse_goal,
+    stray_goal_note,
+)
 from harness.store.gitrepo import Repo, stored_bytes
 from harness.trust.approvals import find_run_approval, parse_approval_file
 from harness.trust.owners import Owner, parse_owners
@@ -25,7 +31,7 @@ def check(cwd: Path, goal_ids: list[str], out: TextIO, as_json: bool = False) ->
     config = _guard(problems, lambda: _config(root)) or parse_config(None, CONFIG_PATH)
     owners = _guard(problems, lambda: _owners(root))
     ids = goal_ids or sorted(p.stem for p in (root / "goals").glob("*.yaml"))
-    notes: list[str] = []
+    notes: list[str] = [] if goal_ids else _stray_notes(root / "goals")
     for goal_id in ids:
         _guard(problems, partial(_check_goal, root, goal_id, config, owners, notes))
     code = max((p.exit_code for p in problems), default=0)
@@ -41,6 +47,18 @@ def check(cwd: Path, goal_ids: list[str], out: TextIO, as_json: bool = False) ->
     if not problems:
         out.write(f"ok: {len(ids)} goal(s), {len(owners or ())} owner key(s)\n")
     return code
+
+
+def _stray_notes(folder: Path) -> list[str]:
+    """`goals/` entries never read as goals (a subfolder, a `.yml` file), in the checkout."""
+    if not folder.is_dir():
+        return []
+    found = (
+        stray_goal_note(entry.name, entry.is_dir())
+        for entry in sorted(folder.iterdir())
+        if not entry.name.endswith((".yaml", ".approval"))
+    )
+    return [note for note in found if note is not None]
 
 
 def _guard(problems: list[HarnessError], work: Callable[[], T]) -> T | None:

@@ -9,7 +9,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, TextIO
 
-from harness.commands.session import Session, open_session
+from harness.commands.session import Session, nothing_notes, open_session
 from harness.loop.control import Control
 from harness.loop.sandbox import notice
 from harness.record.cell import Cell, Unavailable, parse_cell
@@ -37,8 +37,10 @@ def status(
     with open_session(cwd, env, goal_ids) as session:
         rows = _rows(session, goal_ids)
         uncontained = notice(session.control.config.sandbox, env)
+        notes = [] if goal_ids else nothing_notes(session.control, bool(rows), "goals")
     if uncontained is not None:  # on stderr: stdout stays one line (or one object) per goal
         err.write(f"harness: {uncontained}\n")
+    err.writelines(f"harness: note: {note}\n" for note in notes)
     if as_json:
         out.write(json.dumps(rows, indent=2, sort_keys=True) + "\n")
     else:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from harness.errors import InvalidInput, TrustFailure
 from harness.model.config import Config, ConfigCache, parse_config
-from harness.model.goal import GOAL_ID_RE, Goal, check_goal_id, parse_goal
+from harness.model.goal import GOAL_ID_RE, Goal, check_goal_id, parse_goal, stray_goal_note
 from harness.store.gitrepo import Repo
 from harness.store.objects import ObjectReader
 from harness.trust.approvals import SignedRecord, Verdict, find_run_approval, parse_approval_file
@@ -74,6 +74,29 @@ class Control:
     def misnamed_goal_files(self) -> list[str]:
         """Stems of `goals/*.yaml` files whose names are not goal ids: never goals."""
         return [stem for stem in self._goal_stems() if not GOAL_ID_RE.fullmatch(stem)]
+
+    def stray_goal_notes(self) -> list[str]:
+        """Notes for `goals/` entries on the control ref that are never read as goals."""
+        notes = []
+        for name in self.objects.names(f"{self.commit}:goals"):
+            if name.endswith((".yaml", ".approval")):
+                continue  # goal files and their approvals: no object read for those
+            found = self.objects.read(f"{self.commit}:goals/{name}")
+            note = stray_goal_note(name, found is not None and found[1] == "tree")
+            if note is not None:
+                notes.append(note)
+        return notes
+
+    def not_managed(self) -> InvalidInput | None:
+        """Where nothing can be checked: the control ref has no owners file, so this is not
+        a repository the harness manages (a cron line's wrong `cd` must not look green)."""
+        if self.owners_text is not None:
+            return None
+        return InvalidInput(
+            f"{self.repo.root}: not a harness repository ({self.ref} has no {OWNERS_PATH});"
+            " nothing to check (run `harness init --owner P --key PUBKEY` and commit, or run"
+            " in the repository the harness manages)"
+        )
 
     def _goal_stems(self) -> list[str]:
         return self._once("goal_stems", self._read_goal_stems)
