@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from harness.commands.approve import passphrase
 from harness.commands.session import Session, open_session
@@ -145,6 +145,13 @@ def _decision_for(cell: Cell, goal_id: str, extend: str | None, *, ship: bool) -
     if gate == "ship":
         raise InvalidInput(f"goal {goal_id}: waits at gate ship (use `harness ship`)")
     if extend is None:
+        if gate in EXTENDABLE_GATES:
+            key = _blocking(cell, gate)[0]
+            raise InvalidInput(
+                f"goal {goal_id}: waits at gate {gate} ({_spent(cell, key)}): a plain unpark"
+                f" would stop there again; it needs a budget (expected --extend-budget"
+                f" {key}={_suggest(cell, key)})"
+            )
         return f"unpark {gate}"
     if gate not in EXTENDABLE_GATES:
         raise InvalidInput(
@@ -152,5 +159,45 @@ def _decision_for(cell: Cell, goal_id: str, extend: str | None, *, ship: bool) -
             f"(expected a gate of {', '.join(sorted(EXTENDABLE_GATES))})"
         )
     decision = f"extend-budget {extend}"
-    parse_extension(decision)
+    _check_extension(cell, gate, parse_extension(decision))
     return decision
+
+
+def _check_extension(cell: Cell, gate: str, limits: dict[str, Any]) -> None:
+    """Each value is the new limit, not an addition: it must be above what is used, and
+    every limit the gate stopped at must be raised, or the goal stops there at once."""
+    for key, value in limits.items():
+        used = getattr(cell.used, key)
+        if value <= used:
+            raise InvalidInput(
+                f"--extend-budget: {key}={_num(value)} is not above the {_num(used)} already"
+                f" used (the value sets the new limit, it does not add to it; expected"
+                f" {key}={_suggest(cell, key)} or another value above {_num(used)})"
+            )
+    for key in _blocking(cell, gate):
+        if key not in limits:
+            raise InvalidInput(
+                f"--extend-budget: {key} is used up ({_spent(cell, key)}) and this decision"
+                f" keeps that limit (expected {key}={_suggest(cell, key)} as well)"
+            )
+
+
+def _blocking(cell: Cell, gate: str) -> list[str]:
+    """The budget keys that hold the goal at its gate."""
+    if gate == "max_passes":
+        return ["passes"]
+    return cell.exhausted() or ["iterations"]
+
+
+def _spent(cell: Cell, key: str) -> str:
+    return f"{key} {_num(getattr(cell.used, key))}/{_num(getattr(cell.limit, key))}"
+
+
+def _suggest(cell: Cell, key: str) -> str:
+    """A new limit that gives the goal as much again as it had."""
+    used, limit = getattr(cell.used, key), getattr(cell.limit, key)
+    return _num(used + max(limit, 1))
+
+
+def _num(value: float) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)

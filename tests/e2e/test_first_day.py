@@ -121,3 +121,33 @@ def test_an_initialised_repository_without_goals_says_so(managed: ManagedFactory
     verified = repo.harness("verify", check=0)
     assert verified.stderr == "harness: note: nothing to verify: no goal has records yet\n"
 
+
+def test_extend_budget_must_raise_the_limit_above_what_is_used(managed: ManagedFactory) -> None:
+    repo = managed(mode="never", goal=base_goal() | {"budget": {"max_iterations": 2}})
+    repo.harness("run", check=0)
+    row = repo.status()
+    assert (row["gate"], row["budget_used"]["iterations"]) == ("budget_exhausted", 2)
+    approval = (repo.root / "goals" / "g1.approval").read_bytes()
+    key = ("--key", str(repo.key.private))
+
+    def unpark(*extra: str) -> str:
+        return repo.harness("unpark", "g1", *key, *extra, check=2).stderr
+
+    assert unpark("--extend-budget", "iterations=1") == (
+        "harness: --extend-budget: iterations=1 is not above the 2 already used (the value"
+        " sets the new limit, it does not add to it; expected iterations=4 or another value"
+        " above 2)\n"
+    )
+    assert "iterations=2 is not above the 2 already used" in unpark("--extend-budget", "iterations=2")
+    assert unpark("--extend-budget", "cost_usd=100") == (
+        "harness: --extend-budget: iterations is used up (iterations 2/2) and this decision"
+        " keeps that limit (expected iterations=4 as well)\n"
+    )
+    assert unpark() == (
+        "harness: goal g1: waits at gate budget_exhausted (iterations 2/2): a plain unpark"
+        " would stop there again; it needs a budget (expected --extend-budget iterations=4)\n"
+    )
+    assert (repo.root / "goals" / "g1.approval").read_bytes() == approval
+    repo.harness("unpark", "g1", *key, "--extend-budget", "iterations=3", check=0)
+    assert repo.count("build") == ["1", "2", "3"]
+    assert repo.status()["budget_limit"]["iterations"] == 3
