@@ -142,7 +142,12 @@ def secret_new(file: Path | None, print_only: bool) -> None:
 
 
 @cli.command()
-@click.argument("goal_id")
+@click.argument("goal_id", required=False)
+@click.option(
+    "--lesson",
+    metavar="NAME",
+    help="Write a lesson template to lessons/NAME.yaml instead of a goal.",
+)
 @click.option(
     "--agent",
     type=click.Choice(["claude", "codex", "aider", "script"]),
@@ -150,14 +155,14 @@ def secret_new(file: Path | None, print_only: bool) -> None:
     show_default=True,
     help="Fill in this agent's usual command line and output format.",
 )
-def new(goal_id: str, agent: str) -> None:
-    """Write a commented goal template to goals/<id>.yaml.
+def new(goal_id: str | None, lesson: str | None, agent: str) -> None:
+    """Write a commented goal template to goals/<id>.yaml (or a lesson's, with --lesson).
 
     Example: harness new fix-login-timeout --agent claude
     """
     from harness.commands.new import new as run_new
 
-    _done(run_new(_cwd(), goal_id, sys.stdout, agent))
+    _done(run_new(_cwd(), goal_id, sys.stdout, agent, lesson))
 
 
 @cli.command()

@@ -10,6 +10,13 @@ from typing import TextIO, TypeVar
 
 from harness.errors import HarnessError, InvalidInput
 from harness.loop.control import CONFIG_PATH, OWNERS_PATH
+from harness.loop.lessons import (
+    LESSONS_DIR,
+    MAX_LESSONS,
+    lesson_source,
+    load_lessons,
+    parse_lesson,
+)
 from harness.model.config import Config, parse_config
 from harness.model.goal import (
     MAX_GOAL_FILE_BYTES,
@@ -34,6 +41,8 @@ def check(cwd: Path, goal_ids: list[str], out: TextIO, as_json: bool = False) ->
     notes: list[str] = [] if goal_ids else _stray_notes(root / "goals")
     for goal_id in ids:
         _guard(problems, partial(_check_goal, root, goal_id, config, owners, notes))
+    if not goal_ids:
+        problems += lesson_problems(root)
     code = max((p.exit_code for p in problems), default=0)
     if as_json:
         listed = [{"message": str(p), "exit_code": p.exit_code} for p in problems]
@@ -59,6 +68,21 @@ def _stray_notes(folder: Path) -> list[str]:
         if not entry.name.endswith((".yaml", ".approval"))
     )
     return [note for note in found if note is not None]
+
+
+def lesson_problems(root: Path) -> list[HarnessError]:
+    """Every problem with the lessons in the checkout (`lessons/*.yaml`), one per file: the
+    checks `run` makes on the control ref's lessons before any step."""
+    folder = root / LESSONS_DIR
+    files = sorted(folder.glob("*.yaml")) if folder.is_dir() else []
+    problems: list[HarnessError] = []
+    if len(files) > MAX_LESSONS:  # the count is checked before any file is read
+        _guard(problems, lambda: load_lessons({p.stem: b"" for p in files}))
+        return problems
+    for path in files:
+        name = path.stem
+        _guard(problems, partial(parse_lesson, path.read_bytes(), lesson_source(name), name))
+    return problems
 
 
 def _guard(problems: list[HarnessError], work: Callable[[], T]) -> T | None:

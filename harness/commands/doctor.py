@@ -248,7 +248,7 @@ def _repository_checks(
     root = repo.root
     config, found = _config(root)
     owners, finding = _owners(root)
-    findings = [found, finding, *_goals(root, config, owners)]
+    findings = [found, finding, *_goals(root, config, owners), *_lessons(root)]
     control = _guarded(findings, "control-ref", lambda: open_control(repo)) if has_commit else None
     if control is not None:
         findings.append(_committed(repo, control))
@@ -300,6 +300,18 @@ def _goals(root: Path, config: Config, owners: tuple[Owner, ...] | None) -> list
     if not ids:
         return [Finding("goals", WARN, "no goal files in goals/", "`harness new <id>`")]
     return [_goal(root, goal_id, config, owners) for goal_id in ids]
+
+
+def _lessons(root: Path) -> list[Finding]:
+    """Each bad lesson file (the checks `harness check` makes), or one line for them all."""
+    from harness.commands.check import lesson_problems
+
+    problems = lesson_problems(root)
+    if problems:
+        fix = "correct that lesson at the key named above (docs/specs/lessons.md), then commit it"
+        return [_from_error("lessons", exc, fix) for exc in problems]
+    count = len(list((root / "lessons").glob("*.yaml")))
+    return [Finding("lessons", OK, f"{count} lesson file(s) valid" if count else "no lessons yet")]
 
 
 def _goal(root: Path, goal_id: str, config: Config, owners: tuple[Owner, ...] | None) -> Finding:

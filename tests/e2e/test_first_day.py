@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.managed import SECRET, ManagedFactory, ManagedRepo, base_goal, git
+from harness.loop.lessons import parse_lesson
+from tests.managed import SECRET, Key, ManagedFactory, ManagedRepo, base_goal, git
 
 
 def _crlf_checkout(repo: ManagedRepo) -> None:
@@ -138,7 +139,9 @@ def test_extend_budget_must_raise_the_limit_above_what_is_used(managed: ManagedF
         " sets the new limit, it does not add to it; expected iterations=4 or another value"
         " above 2)\n"
     )
-    assert "iterations=2 is not above the 2 already used" in unpark("--extend-budget", "iterations=2")
+    assert "iterations=2 is not above the 2 already used" in unpark(
+        "--extend-budget", "iterations=2"
+    )
     assert unpark("--extend-budget", "cost_usd=100") == (
         "harness: --extend-budget: iterations is used up (iterations 2/2) and this decision"
         " keeps that limit (expected iterations=4 as well)\n"
@@ -151,3 +154,49 @@ def test_extend_budget_must_raise_the_limit_above_what_is_used(managed: ManagedF
     repo.harness("unpark", "g1", *key, "--extend-budget", "iterations=3", check=0)
     assert repo.count("build") == ["1", "2", "3"]
     assert repo.status()["budget_limit"]["iterations"] == 3
+
+
+BAD_LESSON = "version: 1\nwhen: {keywords: []}\ntext: Write the downgrade.\n"
+BAD_LESSON_LINE = (
+    "lessons/bad.yaml: when: has no keywords and no patterns"
+    " (expected at least 1 and at most 50 keywords and patterns in all)"
+)
+
+
+def test_check_and_doctor_report_an_invalid_lesson(managed: ManagedFactory) -> None:
+    repo = managed(files={"lessons/bad.yaml": BAD_LESSON})
+    checked = repo.harness("check", check=2)
+    assert checked.stdout == BAD_LESSON_LINE + "\n"
+    doctor = repo.harness("doctor", check=2).stdout
+    assert f"fail lessons: {BAD_LESSON_LINE}\n" in doctor
+
+
+def test_init_makes_lessons_and_new_lesson_writes_a_valid_template(
+    tmp_path: Path, owner_key: Key
+) -> None:
+    root = tmp_path / "fresh"
+    root.mkdir()
+    git(root, "init", "-q", "-b", "main")
+
+    def harness(*args: str, code: int = 0) -> str:
+        proc = subprocess.run(
+            [sys.executable, "-m", "harness", *args],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert proc.returncode == code, proc
+        return proc.stdout + proc.stderr
+
+    harness("init", "--owner", "me@example.com", "--key", owner_key.public)
+    assert "harness new --lesson" in (root / "lessons" / "README.md").read_text()
+    made = harness("new", "--lesson", "alembic-downgrade")
+    assert made.startswith("wrote lessons/alembic-downgrade.yaml")
+    assert harness("check") == "ok: 0 goal(s), 1 owner key(s)\n"
+    data = (root / "lessons" / "alembic-downgrade.yaml").read_bytes()
+    lesson = parse_lesson(data, "lessons/alembic-downgrade.yaml", "alembic-downgrade")
+    assert lesson.keywords == ("alembic downgrade",) and lesson.check is None
+    assert "already exists" in harness("new", "--lesson", "alembic-downgrade", code=2)
+    assert "not a lesson name" in harness("new", "--lesson", "Bad", code=2)
+    assert "no goal id" in harness("new", code=2)
