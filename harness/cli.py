@@ -248,6 +248,21 @@ def unpark(goal_id: str, key: Path, extend: str | None) -> None:
     _done(run_unpark(_cwd(), goal_id, key, extend, os.environ, sys.stdout))
 
 
+@cli.command("rotate-owners")
+@click.argument("goal_id")
+@_OWNER_KEY
+def rotate_owners(goal_id: str, key: Path) -> None:
+    """Sign the change of .harness/owners for a started goal, with a key it started under.
+
+    The new owners file is the checkout's; commit it with goals/<id>.approval.
+
+    Example: harness rotate-owners fix-login-timeout --key ~/.ssh/old_owner_key
+    """
+    from harness.commands.rotate import rotate_owners as run_rotate
+
+    _done(run_rotate(_cwd(), goal_id, key, os.environ, sys.stdout))
+
+
 @cli.command()
 @click.argument("goal_ids", nargs=-1)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON list.")

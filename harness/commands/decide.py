@@ -17,7 +17,7 @@ from harness.commands.session import Session, open_session
 from harness.errors import InvalidInput, TrustFailure
 from harness.loop.clock import SystemClock
 from harness.loop.context import RunContext
-from harness.loop.control import Control
+from harness.loop.control import OWNERS_PATH, Control
 from harness.record.cell import Cell, parse_cell, peek_cell
 from harness.record.events import WAITING
 from harness.store.gitrepo import Repo
@@ -66,7 +66,8 @@ def _sign_decision(
     ship: bool,
 ) -> int:
     repo, control, secret = session.repo, session.control, session.secret
-    cell = _current_cell(repo, control, goal_id, secret)
+    cell = current_cell(repo, control, goal_id, secret)
+    refuse_if_owners_moved(control, cell, goal_id)
     decision = _decision_for(cell, goal_id, extend, ship=ship)
     statement = Statement(
         goal=goal_id,
@@ -92,10 +93,10 @@ def _sign_decision(
         out.write(f"next: commit goals/{goal_id}.approval; the next `harness run` acts on it\n")
         return 0
     record = load_approval_file(path, str(path))[-1]
-    return _act_now(repo, control, secret, goal_id, record, env, out)
+    return act_now(repo, control, secret, goal_id, record, env, out)
 
 
-def _act_now(
+def act_now(
     repo: Repo,
     control: Control,
     secret: Secret,
@@ -116,7 +117,19 @@ def _act_now(
     return 0
 
 
-def _current_cell(repo: Repo, control: Control, goal_id: str, secret: Secret | None) -> Cell:
+def refuse_if_owners_moved(control: Control, cell: Cell, goal_id: str) -> None:
+    """No decision applies to a goal whose owners file moved: refuse it before anything is
+    signed, rather than print "signed" and have the runner record nothing."""
+    if control.owners_moved(cell):
+        raise TrustFailure(
+            f"goal {goal_id}: {OWNERS_PATH} on {control.ref} changed after the goal started"
+            " (owners_changed), so no decision applies to it yet; first sign the change with"
+            f" a key of the owners it started under: `harness rotate-owners {goal_id} --key K`"
+            " (nothing was written)"
+        )
+
+
+def current_cell(repo: Repo, control: Control, goal_id: str, secret: Secret | None) -> Cell:
     """The goal's cell: verified when the secret is at hand, else only read (see peek_cell)."""
     local = repo.worktree_path(goal_id) / "ledger" / goal_id / "state.json"
     source = f"ledger/{goal_id}/state.json"

@@ -13,6 +13,7 @@ from harness.commands.session import Session, nothing_notes, open_session
 from harness.loop.control import Control
 from harness.loop.sandbox import notice
 from harness.record.cell import Cell, Unavailable, parse_cell
+from harness.record.events import TERMINAL
 from harness.record.render import unavailable_text
 from harness.record.visible import one_line
 from harness.store.gitrepo import Repo
@@ -94,6 +95,9 @@ def _row(
     shown = cell.status
     if shown == "running" and not GoalLock(repo.harness_dir() / "locks", goal_id).held_elsewhere():
         shown = "paused"
+    # Pinned to the owners file it started under: until a pinned owner signs the change, no
+    # decision applies and no step runs, whatever gate the cell shows (issue 18).
+    moved = cell.status not in TERMINAL and control.owners_moved(cell)
     return {
         "id": goal_id,
         "status": shown,
@@ -106,6 +110,7 @@ def _row(
         "branch": branch,
         "head": heads.get(branch),
         "unavailable": asdict(cell.unavailable) if cell.unavailable else None,
+        "owners_changed": moved,
     }
 
 
@@ -117,7 +122,14 @@ def _line(row: Mapping[str, Any]) -> str:
         f"failing={row['failing_test'] or '-'} budget: {budget} gate={row['gate'] or '-'}"
     )
     unavailable = row.get("unavailable")
-    return f"{line} {unavailable_text(Unavailable(**unavailable))}" if unavailable else line
+    if unavailable:
+        line = f"{line} {unavailable_text(Unavailable(**unavailable))}"
+    if row.get("owners_changed"):
+        line += (
+            " blocked=owners_changed (.harness/owners changed since it started: "
+            f"`harness rotate-owners {row['id']} --key K` with a key it started under)"
+        )
+    return line
 
 
 def _num(value: float) -> str:
@@ -128,6 +140,6 @@ def _check_code(rows: list[dict[str, Any]]) -> int:
     statuses = {row["status"] for row in rows}
     if "parked_at_eyes" in statuses:
         return PARKED_EXIT
-    if "needs_attention" in statuses:
+    if "needs_attention" in statuses or any(row.get("owners_changed") for row in rows):
         return ATTENTION_EXIT
     return 0

@@ -18,6 +18,7 @@ from harness.trust.owners import Owner, parse_owners
 
 if TYPE_CHECKING:
     from harness.loop.lessons import Lesson
+    from harness.record.cell import Cell
     from harness.trust.secret import Secret
 
 CONFIG_PATH = ".harness/config.yaml"
@@ -50,6 +51,11 @@ class Control:
     @property
     def owners_sha256(self) -> str:
         return hashlib.sha256(self.owners_text or b"").hexdigest()
+
+    def owners_moved(self, cell: Cell) -> bool:
+        """A started goal is pinned to the owners file it started under; a change to it
+        blocks the goal (`owners_changed`) until a pinned owner signs `rotate-owners`."""
+        return cell.goal_sha256 is not None and cell.owners_sha256 != self.owners_sha256
 
     def owners(self) -> tuple[Owner, ...]:
         """The owners; fail closed when there are none (nobody could have approved)."""

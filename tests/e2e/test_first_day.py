@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import subprocess
 import sys
@@ -10,7 +11,16 @@ from pathlib import Path
 import pytest
 
 from harness.loop.lessons import parse_lesson
-from tests.managed import SECRET, Key, ManagedFactory, ManagedRepo, base_goal, git
+from tests.managed import (
+    SECRET,
+    Key,
+    ManagedFactory,
+    ManagedRepo,
+    base_goal,
+    git,
+    keygen_verifies,
+    make_key,
+)
 
 
 def _crlf_checkout(repo: ManagedRepo) -> None:
@@ -200,3 +210,63 @@ def test_init_makes_lessons_and_new_lesson_writes_a_valid_template(
     assert "already exists" in harness("new", "--lesson", "alembic-downgrade", code=2)
     assert "not a lesson name" in harness("new", "--lesson", "Bad", code=2)
     assert "no goal id" in harness("new", code=2)
+
+
+def test_after_an_owners_change_decisions_are_refused_until_rotate_owners(
+    managed: ManagedFactory, tmp_path: Path
+) -> None:
+    repo = managed(mode="never", goal=base_goal() | {"budget": {"max_iterations": 2}})
+    repo.harness("run", check=0)
+    assert repo.status()["gate"] == "budget_exhausted"
+    newcomer = make_key(tmp_path, "newcomer")
+    owners = repo.root / ".harness" / "owners"
+    owners.write_text(owners.read_text() + f"new@example.com {newcomer.public}\n")
+    git(repo.root, "commit", "-qam", "add an owner")
+    row = repo.status()
+    assert (row["gate"], row["owners_changed"]) == ("budget_exhausted", True)
+    line = repo.harness("status", check=0).stdout
+    assert "blocked=owners_changed" in line and "`harness rotate-owners g1 --key K`" in line
+    assert repo.harness("status", "--check").returncode == 11
+    approval = repo.root / "goals" / "g1.approval"
+    before = approval.read_bytes()
+    key = ("--key", str(repo.key.private))
+    refused = repo.harness("unpark", "g1", *key, "--extend-budget", "iterations=3", check=3)
+    assert "changed after the goal started (owners_changed)" in refused.stderr
+    assert "`harness rotate-owners g1 --key K`" in refused.stderr
+    assert refused.stdout == "" and approval.read_bytes() == before
+    stranger = repo.harness("rotate-owners", "g1", "--key", str(newcomer.private), check=3)
+    assert "not one of the owners goal g1 started under" in stranger.stderr
+    assert approval.read_bytes() == before
+    rotated = repo.harness("rotate-owners", "g1", *key, check=0).stdout
+    assert "signed `rotate-owners " in rotated and "sign it again after the rotation" in rotated
+    assert "owners rotated to sha256=" in rotated and "by owner@example.com" in rotated
+    row = repo.status()
+    assert (row["gate"], row["owners_changed"]) == ("budget_exhausted", False)
+    repo.harness("unpark", "g1", *key, "--extend-budget", "iterations=3", check=0)
+    assert repo.count("build") == ["1", "2", "3"]
+
+
+def test_rotate_owners_signs_the_documented_statement(
+    managed: ManagedFactory, tmp_path: Path
+) -> None:
+    """The statement of docs/guide/approvals.md's ssh-keygen recipe, verifiable by it."""
+    repo = managed(mode="never", goal=base_goal() | {"budget": {"max_iterations": 5}})
+    repo.harness("run", "--max-steps", "1", check=0)
+    owners = repo.root / ".harness" / "owners"
+    newcomer = make_key(tmp_path, "newcomer")
+    owners.write_text(owners.read_text() + f"new@example.com {newcomer.public}\n")
+    env = {k: v for k, v in repo.env.items() if k != "HARNESS_SECRET"}
+    out = repo.harness("rotate-owners", "g1", "--key", str(repo.key.private), env=env, check=0)
+    assert "next: commit .harness/owners and goals/g1.approval" in out.stdout
+    goal_sha = hashlib.sha256((repo.root / "goals" / "g1.yaml").read_bytes()).hexdigest()
+    owners_sha = hashlib.sha256(owners.read_bytes()).hexdigest()
+    record = (repo.root / "goals" / "g1.approval").read_text().split("\n\n")[-1]
+    git(repo.root, "stash", "-q")  # ssh-keygen checks against the pinned owners file
+    statement = keygen_verifies(repo, record, tmp_path)
+    git(repo.root, "stash", "pop", "-q")
+    assert statement == (
+        f"harness-approval v1\ngoal g1\nsha256 {goal_sha}\ndecision rotate-owners {owners_sha}\n"
+    )
+    git(repo.root, "commit", "-qam", "add an owner, signed by the pinned owner")
+    ran = repo.harness("run", "--max-steps", "1", check=0).stdout
+    assert "owners rotated to sha256=" in ran
