@@ -163,10 +163,20 @@ def git_text(args: Sequence[str], cwd: Path) -> str:
 def stored_bytes(root: Path, rel: str, data: bytes) -> bytes:
     """The bytes git stores for `data` committed at `rel`: its line-ending conversion
     (core.autocrlf, `eol`/`text` attributes) applied, as `git add` would. `run` reads the
-    committed blob, so what is approved and checked is this, not the working copy."""
-    made = run_git(["hash-object", "-w", f"--path={rel}", "--stdin"], root, input=data)
-    blob = made.stdout.decode().strip()
-    return run_git(["cat-file", "blob", blob], root).stdout
+    committed blob, so what is approved and checked is this, not the working copy.
+
+    A committed file's blob is already stored and only read; otherwise it is written to
+    the object store (as `git add` would), and where that cannot be done (a read-only
+    `.git`) the working copy's bytes are all there is."""
+    args = ["hash-object", f"--path={rel}", "--stdin"]
+    blob = run_git(args, root, input=data).stdout.decode().strip()
+    stored = run_git(["cat-file", "blob", blob], root, check=False)
+    if stored.returncode == 0:
+        return stored.stdout
+    made = run_git([args[0], "-w", *args[1:]], root, input=data, check=False)
+    if made.returncode != 0:
+        return data
+    return run_git(["cat-file", "blob", made.stdout.decode().strip()], root).stdout
 
 
 @dataclass(frozen=True)
