@@ -153,7 +153,12 @@ def secret_new(file: Path | None, print_only: bool) -> None:
 
 
 @cli.command()
-@click.argument("goal_id")
+@click.argument("goal_id", required=False)
+@click.option(
+    "--lesson",
+    metavar="NAME",
+    help="Write a lesson template to lessons/NAME.yaml instead of a goal.",
+)
 @click.option(
     "--agent",
     type=click.Choice(["claude", "codex", "aider", "script"]),
@@ -161,14 +166,14 @@ def secret_new(file: Path | None, print_only: bool) -> None:
     show_default=True,
     help="Fill in this agent's usual command line and output format.",
 )
-def new(goal_id: str, agent: str) -> None:
-    """Write a commented goal template to goals/<id>.yaml.
+def new(goal_id: str | None, lesson: str | None, agent: str) -> None:
+    """Write a commented goal template to goals/<id>.yaml (or a lesson's, with --lesson).
 
     Example: harness new fix-login-timeout --agent claude
     """
     from harness.commands.new import new as run_new
 
-    _done(run_new(_cwd(), goal_id, sys.stdout, agent))
+    _done(run_new(_cwd(), goal_id, sys.stdout, agent, lesson))
 
 
 @cli.command()
@@ -262,6 +267,21 @@ def unpark(goal_id: str, key: Path, extend: str | None, push: str | None) -> Non
     from harness.commands.decide import unpark as run_unpark
 
     _done(run_unpark(_cwd(), goal_id, key, extend, _env(), sys.stdout, push=push))
+
+
+@cli.command("rotate-owners")
+@click.argument("goal_id")
+@_OWNER_KEY
+def rotate_owners(goal_id: str, key: Path) -> None:
+    """Sign the change of .harness/owners for a started goal, with a key it started under.
+
+    The new owners file is the checkout's; commit it with goals/<id>.approval.
+
+    Example: harness rotate-owners fix-login-timeout --key ~/.ssh/old_owner_key
+    """
+    from harness.commands.rotate import rotate_owners as run_rotate
+
+    _done(run_rotate(_cwd(), goal_id, key, os.environ, sys.stdout))
 
 
 @cli.command()

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TextIO
 
-from harness.commands.check import _config, _owners
+from harness.commands.check import _config, _owners, stored_goal_bytes
 from harness.errors import InvalidInput
 from harness.model.goal import check_goal_id, parse_goal
 from harness.store.gitrepo import Repo
@@ -48,7 +48,8 @@ def approve(cwd: Path, goal_id: str, key: Path, env: Mapping[str, str], out: Tex
         raise InvalidInput(
             f"goals/{goal_id}.yaml: no such goal file (expected one made by `harness new {goal_id}`)"
         )
-    data = path.read_bytes()
+    notes: list[str] = []
+    data = stored_goal_bytes(root, goal_id, notes)
     principals = {p for o in owners for p in o.principals}
     parse_goal(data, f"goals/{goal_id}.yaml", goal_id, _config(root).defaults, principals)
     statement = Statement(goal=goal_id, sha256=hashlib.sha256(data).hexdigest(), decision="run")
@@ -59,6 +60,7 @@ def approve(cwd: Path, goal_id: str, key: Path, env: Mapping[str, str], out: Tex
             f"{key}: this key is not listed in .harness/owners (expected an owner's ssh-ed25519 key)"
         )
     append_record(root / "goals" / f"{goal_id}.approval", statement, armored)
+    out.writelines(f"note: {note}\n" for note in notes)
     out.write(
         f"approved goals/{goal_id}.yaml (sha256 {statement.sha256[:12]}) as {', '.join(signer)}\n"
     )

@@ -10,6 +10,13 @@ from typing import TextIO, TypeVar
 
 from harness.errors import HarnessError, InvalidInput, invalid
 from harness.loop.control import CONFIG_PATH, OWNERS_PATH
+from harness.loop.lessons import (
+    LESSONS_DIR,
+    MAX_LESSONS,
+    lesson_source,
+    load_lessons,
+    parse_lesson,
+)
 from harness.model.config import Config, parse_config
 from harness.model.goal import (
     MAX_GOAL_FILE_BYTES,
@@ -17,9 +24,10 @@ from harness.model.goal import (
     check_goal_id,
     goal_source,
     parse_goal,
+    stray_goal_note,
 )
 from harness.model.wording import show_value
-from harness.store.gitrepo import Repo
+from harness.store.gitrepo import Repo, stored_bytes
 from harness.trust.approvals import find_run_approval, parse_approval_file
 from harness.trust.owners import Owner, parse_owners
 
@@ -32,9 +40,11 @@ def check(cwd: Path, goal_ids: list[str], out: TextIO, as_json: bool = False) ->
     config = _guard(problems, lambda: _config(root)) or parse_config(None, CONFIG_PATH)
     owners = _guard(problems, lambda: _owners(root))
     ids = goal_ids or sorted(p.stem for p in (root / "goals").glob("*.yaml"))
-    notes: list[str] = []
+    notes: list[str] = [] if goal_ids else _stray_notes(root / "goals")
     for goal_id in ids:
         _guard(problems, partial(_check_goal, root, goal_id, config, owners, notes))
+    if not goal_ids:
+        problems += lesson_problems(root)
     code = max((p.exit_code for p in problems), default=0)
     if as_json:
         listed = [{"message": str(p), "exit_code": p.exit_code} for p in problems]
@@ -70,6 +80,33 @@ def _check_scripts(root: Path, goal: Goal) -> None:
             )
 
 
+def _stray_notes(folder: Path) -> list[str]:
+    """`goals/` entries never read as goals (a subfolder, a `.yml` file), in the checkout."""
+    if not folder.is_dir():
+        return []
+    found = (
+        stray_goal_note(entry.name, entry.is_dir())
+        for entry in sorted(folder.iterdir())
+        if not entry.name.endswith((".yaml", ".approval"))
+    )
+    return [note for note in found if note is not None]
+
+
+def lesson_problems(root: Path) -> list[HarnessError]:
+    """Every problem with the lessons in the checkout (`lessons/*.yaml`), one per file: the
+    checks `run` makes on the control ref's lessons before any step."""
+    folder = root / LESSONS_DIR
+    files = sorted(folder.glob("*.yaml")) if folder.is_dir() else []
+    problems: list[HarnessError] = []
+    if len(files) > MAX_LESSONS:  # the count is checked before any file is read
+        _guard(problems, lambda: load_lessons({p.stem: b"" for p in files}))
+        return problems
+    for path in files:
+        name = path.stem
+        _guard(problems, partial(parse_lesson, path.read_bytes(), lesson_source(name), name))
+    return problems
+
+
 def _guard(problems: list[HarnessError], work: Callable[[], T]) -> T | None:
     """Run one check; a problem is collected, so every problem is reported, not the first."""
     try:
@@ -96,6 +133,21 @@ def _owners(root: Path) -> tuple[Owner, ...]:
     return owners
 
 
+def stored_goal_bytes(root: Path, goal_id: str, notes: list[str]) -> bytes:
+    """The goal file as git stores it (what `run` reads once it is committed), with a note
+    when the working copy differs (core.autocrlf, an `eol` attribute): `approve`, `check`
+    and `run` then all hash the same bytes."""
+    rel = f"goals/{goal_id}.yaml"
+    data = (root / rel).read_bytes()
+    stored = stored_bytes(root, rel, data)
+    if stored != data:
+        notes.append(
+            f"{rel}: the working copy differs from the blob git stores (line endings:"
+            " core.autocrlf or an eol attribute); approvals hash the stored blob, as `run` does"
+        )
+    return stored
+
+
 def _check_goal(
     root: Path, goal_id: str, config: Config, owners: tuple[Owner, ...] | None, notes: list[str]
 ) -> None:
@@ -108,9 +160,8 @@ def _check_goal(
             f"goals/{goal_id}.yaml: {path.stat().st_size} bytes (expected at most {MAX_GOAL_FILE_BYTES})"
         )
     principals = {p for o in owners for p in o.principals} if owners else None
-    goal = parse_goal(
-        path.read_bytes(), f"goals/{goal_id}.yaml", goal_id, config.defaults, principals
-    )
+    data = stored_goal_bytes(root, goal_id, notes)
+    goal = parse_goal(data, f"goals/{goal_id}.yaml", goal_id, config.defaults, principals)
     _check_scripts(root, goal)
     approval = root / "goals" / f"{goal_id}.approval"
     if not approval.is_file():

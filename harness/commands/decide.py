@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from harness.commands.approve import passphrase
 from harness.commands.remote_goal import (
@@ -23,7 +23,7 @@ from harness.commands.session import Session, open_session
 from harness.errors import InvalidInput, TrustFailure
 from harness.loop.clock import SystemClock
 from harness.loop.context import RunContext
-from harness.loop.control import Control
+from harness.loop.control import OWNERS_PATH, Control
 from harness.record.cell import Cell, parse_cell, peek_cell
 from harness.record.events import WAITING
 from harness.store.gitrepo import Repo
@@ -108,7 +108,8 @@ def _sign_decision(
     push: str | None = None,
 ) -> int:
     repo, control, secret = session.repo, session.control, session.secret
-    cell = _current_cell(repo, control, goal_id, secret, push)
+    cell = current_cell(repo, control, goal_id, secret, push)
+    refuse_if_owners_moved(control, cell, goal_id)
     decision = _decision_for(cell, goal_id, extend, ship=ship)
     statement = Statement(
         goal=goal_id,
@@ -138,10 +139,10 @@ def _sign_decision(
         out.write(f"next: commit goals/{goal_id}.approval; the next `harness run` acts on it\n")
         return 0
     record = load_approval_file(path, str(path))[-1]
-    return _act_now(repo, control, secret, goal_id, record, env, out)
+    return act_now(repo, control, secret, goal_id, record, env, out)
 
 
-def _act_now(
+def act_now(
     repo: Repo,
     control: Control,
     secret: Secret,
@@ -195,7 +196,19 @@ def _tell(
         notify_transition(repo, control.config, goal_id, before, cell, env, sys.stderr)
 
 
-def _current_cell(
+def refuse_if_owners_moved(control: Control, cell: Cell, goal_id: str) -> None:
+    """No decision applies to a goal whose owners file moved: refuse it before anything is
+    signed, rather than print "signed" and have the runner record nothing."""
+    if control.owners_moved(cell):
+        raise TrustFailure(
+            f"goal {goal_id}: {OWNERS_PATH} on {control.ref} changed after the goal started"
+            " (owners_changed), so no decision applies to it yet; first sign the change with"
+            f" a key of the owners it started under: `harness rotate-owners {goal_id} --key K`"
+            " (nothing was written)"
+        )
+
+
+def current_cell(
     repo: Repo, control: Control, goal_id: str, secret: Secret | None, push: str | None = None
 ) -> Cell:
     """The goal's cell: verified when the secret is at hand, else only read (see peek_cell).
@@ -229,6 +242,13 @@ def _decision_for(cell: Cell, goal_id: str, extend: str | None, *, ship: bool) -
     if gate in SHIP_ONLY_GATES:
         raise InvalidInput(f"goal {goal_id}: waits at gate {gate} (use `harness ship`)")
     if extend is None:
+        if gate in EXTENDABLE_GATES:
+            key = _blocking(cell, gate)[0]
+            raise InvalidInput(
+                f"goal {goal_id}: waits at gate {gate} ({_spent(cell, key)}): a plain unpark"
+                f" would stop there again; it needs a budget (expected --extend-budget"
+                f" {key}={_suggest(cell, key)})"
+            )
         return f"unpark {gate}"
     if gate not in EXTENDABLE_GATES:
         raise InvalidInput(
@@ -236,5 +256,45 @@ def _decision_for(cell: Cell, goal_id: str, extend: str | None, *, ship: bool) -
             f"(expected a gate of {', '.join(sorted(EXTENDABLE_GATES))})"
         )
     decision = f"extend-budget {extend}"
-    parse_extension(decision)
+    _check_extension(cell, gate, parse_extension(decision))
     return decision
+
+
+def _check_extension(cell: Cell, gate: str, limits: dict[str, Any]) -> None:
+    """Each value is the new limit, not an addition: it must be above what is used, and
+    every limit the gate stopped at must be raised, or the goal stops there at once."""
+    for key, value in limits.items():
+        used = getattr(cell.used, key)
+        if value <= used:
+            raise InvalidInput(
+                f"--extend-budget: {key}={_num(value)} is not above the {_num(used)} already"
+                f" used (the value sets the new limit, it does not add to it; expected"
+                f" {key}={_suggest(cell, key)} or another value above {_num(used)})"
+            )
+    for key in _blocking(cell, gate):
+        if key not in limits:
+            raise InvalidInput(
+                f"--extend-budget: {key} is used up ({_spent(cell, key)}) and this decision"
+                f" keeps that limit (expected {key}={_suggest(cell, key)} as well)"
+            )
+
+
+def _blocking(cell: Cell, gate: str) -> list[str]:
+    """The budget keys that hold the goal at its gate."""
+    if gate == "max_passes":
+        return ["passes"]
+    return cell.exhausted() or ["iterations"]
+
+
+def _spent(cell: Cell, key: str) -> str:
+    return f"{key} {_num(getattr(cell.used, key))}/{_num(getattr(cell.limit, key))}"
+
+
+def _suggest(cell: Cell, key: str) -> str:
+    """A new limit that gives the goal as much again as it had."""
+    used, limit = getattr(cell.used, key), getattr(cell.limit, key)
+    return _num(used + max(limit, 1))
+
+
+def _num(value: float) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)

@@ -248,7 +248,7 @@ def _repository_checks(
     root = repo.root
     config, found = _config(root)
     owners, finding = _owners(root)
-    findings = [found, finding, *_goals(root, config, owners)]
+    findings = [found, finding, *_goals(root, config, owners), *_lessons(root)]
     control = _guarded(findings, "control-ref", lambda: open_control(repo)) if has_commit else None
     if control is not None:
         findings.append(_committed(repo, control))
@@ -302,6 +302,18 @@ def _goals(root: Path, config: Config, owners: tuple[Owner, ...] | None) -> list
     return [_goal(root, goal_id, config, owners) for goal_id in ids]
 
 
+def _lessons(root: Path) -> list[Finding]:
+    """Each bad lesson file (the checks `harness check` makes), or one line for them all."""
+    from harness.commands.check import lesson_problems
+
+    problems = lesson_problems(root)
+    if problems:
+        fix = "correct that lesson at the key named above (docs/specs/lessons.md), then commit it"
+        return [_from_error("lessons", exc, fix) for exc in problems]
+    count = len(list((root / "lessons").glob("*.yaml")))
+    return [Finding("lessons", OK, f"{count} lesson file(s) valid" if count else "no lessons yet")]
+
+
 def _goal(root: Path, goal_id: str, config: Config, owners: tuple[Owner, ...] | None) -> Finding:
     # The very checks `harness check` makes, so the two never disagree.
     from harness.commands.check import _check_goal
@@ -316,11 +328,11 @@ def _goal(root: Path, goal_id: str, config: Config, owners: tuple[Owner, ...] | 
     except HarnessError as exc:
         fix = f"edit goals/{goal_id}.yaml at the key named above, then approve it again"
         return _from_error(check, exc, fix)
-    if notes:
+    if not (root / "goals" / f"{goal_id}.approval").is_file():
         return Finding(check, WARN, "valid, not approved yet", approve)
     if owners is None:
         return Finding(check, WARN, "valid; approval not checked", f"fix {OWNERS_PATH} first")
-    return Finding(check, OK, "valid and approved")
+    return Finding(check, OK, "; ".join(["valid and approved", *notes]))
 
 
 def _committed(repo: Repo, control: Control) -> Finding:

@@ -27,6 +27,16 @@ OWNERS_HEADER = """\
 # principal ssh-ed25519 AAAA... [comment]
 """
 IGNORE_LINE = "/.harness/worktrees/"
+LESSONS_README = """\
+# Lessons
+
+Each `<name>.yaml` here is a lesson the team learned: a build whose goal objective or
+failing test matches its `when` is told its `text`, and its optional `check.run` must pass
+at the done gate. `harness new --lesson <name>` writes a template; `harness check` validates
+them. Lessons are read from the control branch, like goals, but need no approval, and a
+check runs a command: let only people trusted to change a goal's judge change this folder
+(a CODEOWNERS rule or branch protection). Anything here but `*.yaml` (this file) is ignored.
+"""
 
 
 def init(cwd: Path, owner: str | None, key: str | None, out: TextIO) -> int:
@@ -42,8 +52,11 @@ def init(cwd: Path, owner: str | None, key: str | None, out: TextIO) -> int:
     for folder in ("goals", "ledger"):
         (root / folder).mkdir(exist_ok=True)
         _write_new(root / folder / ".gitkeep", "", out)
+    _write_new(root / "lessons" / "README.md", LESSONS_README, out)
     _ensure_ignored(root / ".gitignore", out)
-    out.write("next: commit .harness/ goals/ ledger/ .gitignore, then `harness new <id>`\n")
+    out.write(
+        "next: commit .harness/ goals/ ledger/ lessons/ .gitignore, then `harness new <id>`\n"
+    )
     return 0
 
 

@@ -1,13 +1,14 @@
-"""`harness new <id>`: write a commented goal template."""
+"""`harness new <id>`: write a commented goal template; `--lesson NAME`, a lesson template."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import TextIO
 
-from harness.errors import InvalidInput
+from harness.errors import InvalidInput, invalid
 from harness.loop.control import OWNERS_PATH
-from harness.model.goal import check_goal_id
+from harness.model.goal import GOAL_ID_EXPECTED, GOAL_ID_RE, check_goal_id
+from harness.model.wording import show_value
 from harness.store.gitrepo import Repo
 from harness.trust.owners import parse_owners
 
@@ -44,6 +45,26 @@ halt:
   max_passes: 50            # ceiling on steps over the goal's life
 # expect:
 #   files: [src/example.py] # must exist at the done gate
+"""
+
+
+LESSON_TEMPLATE = """\
+# A lesson for goal-harness (lesson file version 1); every key: docs/guide/lessons.md.
+# A build whose goal objective or failing test matches `when` is told `text`. Lessons are
+# read from the control branch, like goals: commit this file there. They need no approval
+# and `check.run` runs a command: only people trusted to change a judge should edit them.
+version: 1
+when:
+  # Whole words or phrases, any case; any one matching is enough.
+  keywords: [{keyword}]
+  # Python regular expressions, case-insensitive, searched in the objective and test id.
+  # patterns: ['test_\\w*{stem}']
+text: |
+  What the build agent should be told: what went wrong before, and how to do it right.
+# Optional: at the done gate, exit 0 shows the repository applies the lesson.
+# check:
+#   run: python scripts/check_{stem}.py
+#   timeout: 2m
 """
 
 
@@ -94,7 +115,17 @@ AGENTS: dict[str, tuple[str, str, str]] = {
 }
 
 
-def new(cwd: Path, goal_id: str, out: TextIO, agent: str = "script") -> int:
+def new(
+    cwd: Path, goal_id: str | None, out: TextIO, agent: str = "script", lesson: str | None = None
+) -> int:
+    if lesson is not None:
+        if goal_id is not None:
+            raise InvalidInput(
+                f"--lesson: given with goal id {goal_id!r} (expected a goal id or --lesson NAME)"
+            )
+        return new_lesson(cwd, lesson, out)
+    if goal_id is None:
+        raise InvalidInput("harness new: no goal id (expected `harness new <id>` or --lesson NAME)")
     check_goal_id(goal_id, "goal id")
     if agent not in AGENTS:
         raise InvalidInput(f"--agent: {agent!r} (expected one of {', '.join(AGENTS)})")
@@ -110,6 +141,28 @@ def new(cwd: Path, goal_id: str, out: TextIO, agent: str = "script") -> int:
     path.write_text(text)
     out.write(
         f"wrote goals/{goal_id}.yaml: edit it, commit it, then `harness approve {goal_id} --key KEY`\n"
+    )
+    return 0
+
+
+def new_lesson(cwd: Path, name: str, out: TextIO) -> int:
+    """A lesson template that `harness check` accepts as it is (its keyword: the name)."""
+    from harness.loop.lessons import LESSONS_DIR, lesson_source
+
+    if not GOAL_ID_RE.fullmatch(name):
+        raise invalid("--lesson", "", f"{show_value(name)} is not a lesson name", GOAL_ID_EXPECTED)
+    root = Repo.discover(cwd).root
+    path = root / LESSONS_DIR / f"{name}.yaml"
+    if path.exists():
+        raise InvalidInput(
+            f"{lesson_source(name)}: already exists (edit it, or choose another name)"
+        )
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(
+        LESSON_TEMPLATE.format(keyword=name.replace("-", " "), stem=name.replace("-", "_"))
+    )
+    out.write(
+        f"wrote {lesson_source(name)}: edit `when` and `text`, `harness check`, then commit it\n"
     )
     return 0
 

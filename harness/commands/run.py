@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, TextIO
 
-from harness.commands.session import Session, open_session
+from harness.commands.session import Session, nothing_notes, open_session
 from harness.errors import (
     Busy,
     HarnessError,
@@ -97,6 +97,9 @@ def _run(
         remote.fetch(control.config.branch_prefix)
     ids = goal_ids or control.goal_ids()
     misnamed = [] if goal_ids else control.misnamed_goal_files()
+    notes = [] if goal_ids else nothing_notes(control, bool(ids or misnamed), "run")
+    if not as_json:
+        err.writelines(f"harness: note: {note}\n" for note in notes)
     outcomes = [_misnamed(stem, err, quiet=as_json) for stem in misnamed]
     if jobs > 1 and len(ids) > 1 and not as_json:
         options = [*(["--max-steps", str(max_steps)] if max_steps else [])]
@@ -151,7 +154,17 @@ def _run(
             outcomes.append(outcome)
             if outcome["lines"]:
                 _step_summary(env, repo, goal_id)
+    return _report(outcomes, bool(lines), out, err, as_json)
+
+
+def _report(
+    outcomes: list[dict[str, Any]], printed: bool, out: TextIO, err: TextIO, as_json: bool
+) -> int:
+    """The run's exit code; the JSON document, or the line saying why nothing moved."""
     code = _overall([o["exit_code"] for o in outcomes])
+    idle = _nothing_ran(outcomes) if not printed and not as_json else None
+    if idle is not None:
+        err.write(f"harness: {idle}\n")
     if as_json:
         out.write(json.dumps({"exit_code": code, "goals": outcomes}, indent=2) + "\n")
     return code
@@ -173,6 +186,22 @@ def _advance_and_tell(
     cell = advance_goal(repo, ctx, goal_id)
     notify_transition(repo, ctx.control.config, goal_id, before, cell, ctx.base_env, err)
     return cell
+
+
+def _nothing_ran(outcomes: list[dict[str, Any]]) -> str | None:
+    """One line when a run moved no goal because each waits for a human or has finished
+    (stdout carries only event lines, so this goes to stderr)."""
+    if not outcomes or any(o["result"] != "ok" for o in outcomes):
+        return None
+    if any(o["status"] not in WAITING | TERMINAL for o in outcomes):
+        return None
+    parts = [
+        f"{o['id']} waits for a decision ({o['status']}, gate {o['gate']})"
+        if o["status"] in WAITING
+        else f"{o['id']} {o['status']}"
+        for o in outcomes
+    ]
+    return "nothing to run: " + "; ".join(parts)
 
 
 def _step_summary(env: Mapping[str, str], repo: Repo, goal_id: str) -> None:

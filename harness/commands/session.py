@@ -73,6 +73,25 @@ def _session(
         control.objects.close()
 
 
+def nothing_notes(control: Control, found: bool, what: str) -> list[str]:
+    """What a command that lists every goal says on stderr besides its own lines: the
+    `goals/` entries never read as goals, and, when it found nothing, why. Where nothing
+    could be checked at all (no owners file on the control ref) it raises: exit 2."""
+    notes = control.stray_goal_notes()
+    if found:
+        return notes
+    problem = control.not_managed()
+    if problem is not None:
+        raise problem
+    short = control.ref.removeprefix("refs/heads/")
+    empty = {
+        "goals": f"no goals yet on {short} (`harness new <id>`, approve it, commit)",
+        "records": "nothing to verify: no goal has records yet",
+        "run": f"nothing to run: no goals on {short} (`harness new <id>`, approve it, commit)",
+    }
+    return [*notes, empty[what]]
+
+
 def _secret_if_any(env: Mapping[str, str], repo: Repo) -> Secret | None:
     try:
         return load_secret(env, repo.root)

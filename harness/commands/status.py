@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from harness.commands.remote_goal import UNVERIFIED, remote_goal_branches, secret_here
-from harness.commands.session import Session, open_session
+from harness.commands.session import Session, nothing_notes, open_session
 from harness.errors import HarnessError
 from harness.loop.clock import SystemClock
 from harness.loop.control import Control
@@ -53,8 +53,10 @@ def status(
     with session as opened:
         rows = _rows(opened, goal_ids)
         uncontained = notice(opened.control.config.sandbox, env)
+        notes = [] if goal_ids else nothing_notes(opened.control, bool(rows), "goals")
     if uncontained is not None:  # on stderr: stdout stays one line (or one object) per goal
         err.write(f"harness: {uncontained}\n")
+    err.writelines(f"harness: note: {note}\n" for note in notes)
     if as_json:
         out.write(json.dumps(rows, indent=2, sort_keys=True) + "\n")
     else:
@@ -119,6 +121,9 @@ def _row(
     if shown == "running" and not locked and elsewhere is None:
         shown = "paused"
     stopped = shown not in MOVING
+    # Pinned to the owners file it started under: until a pinned owner signs the change, no
+    # decision applies and no step runs, whatever gate the cell shows (issue 18).
+    moved = cell.status not in TERMINAL and control.owners_moved(cell)
     return {
         "id": goal_id,
         "status": shown,
@@ -135,6 +140,7 @@ def _row(
         "elsewhere": elsewhere,
         "waiting_for_approval": _waits_for_approval(control, goal_id, cell),
         "verified": key is not None,
+        "owners_changed": moved,
     }
 
 
@@ -196,7 +202,14 @@ def _line(row: Mapping[str, Any]) -> str:
     if row.get("verified") is False:
         line += f" (unverified: {UNVERIFIED})"
     unavailable = row.get("unavailable")
-    return f"{line} {unavailable_text(Unavailable(**unavailable))}" if unavailable else line
+    if unavailable:
+        line = f"{line} {unavailable_text(Unavailable(**unavailable))}"
+    if row.get("owners_changed"):
+        line += (
+            " blocked=owners_changed (.harness/owners changed since it started: "
+            f"`harness rotate-owners {row['id']} --key K` with a key it started under)"
+        )
+    return line
 
 
 def _num(value: float) -> str:
@@ -207,6 +220,6 @@ def _check_code(rows: list[dict[str, Any]]) -> int:
     statuses = {row["status"] for row in rows}
     if "parked_at_eyes" in statuses:
         return PARKED_EXIT
-    if "needs_attention" in statuses:
+    if "needs_attention" in statuses or any(row.get("owners_changed") for row in rows):
         return ATTENTION_EXIT
     return 0

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
-from harness.commands.session import open_session
+from harness.commands.session import nothing_notes, open_session
 from harness.errors import HarnessError, TrustFailure
 from harness.loop.control import Control
 from harness.model.goal import GOAL_ID_RE
@@ -21,11 +22,18 @@ from harness.trust.secret import Secret
 
 
 def verify(
-    cwd: Path, goal_ids: list[str], env: Mapping[str, str], out: TextIO, as_json: bool = False
+    cwd: Path,
+    goal_ids: list[str],
+    env: Mapping[str, str],
+    out: TextIO,
+    as_json: bool = False,
+    err: TextIO = sys.stderr,
 ) -> int:
     with open_session(cwd, env, goal_ids) as s:
         ids = goal_ids or goals_with_records(s.repo, s.control)
+        notes = [] if goal_ids else nothing_notes(s.control, bool(ids), "records")
         results = [_result(s.repo, s.control, s.secret, goal_id) for goal_id in ids]
+    err.writelines(f"harness: note: {note}\n" for note in notes)
     worst = max((r.get("exit_code", 0) for r in results), default=0)
     if as_json:
         out.write(json.dumps({"ok": worst == 0, "goals": results}, indent=2) + "\n")

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from harness.errors import InvalidInput, TrustFailure
 from harness.model.config import Config, ConfigCache, parse_config
-from harness.model.goal import GOAL_ID_RE, Goal, check_goal_id, parse_goal
+from harness.model.goal import GOAL_ID_RE, Goal, check_goal_id, parse_goal, stray_goal_note
 from harness.store.gitrepo import Repo
 from harness.store.objects import ObjectReader
 from harness.trust.approvals import SignedRecord, Verdict, find_run_approval, parse_approval_file
@@ -18,6 +18,7 @@ from harness.trust.owners import Owner, parse_owners
 
 if TYPE_CHECKING:
     from harness.loop.lessons import Lesson
+    from harness.record.cell import Cell
     from harness.trust.secret import Secret
 
 CONFIG_PATH = ".harness/config.yaml"
@@ -51,6 +52,11 @@ class Control:
     def owners_sha256(self) -> str:
         return hashlib.sha256(self.owners_text or b"").hexdigest()
 
+    def owners_moved(self, cell: Cell) -> bool:
+        """A started goal is pinned to the owners file it started under; a change to it
+        blocks the goal (`owners_changed`) until a pinned owner signs `rotate-owners`."""
+        return cell.goal_sha256 is not None and cell.owners_sha256 != self.owners_sha256
+
     def owners(self) -> tuple[Owner, ...]:
         """The owners; fail closed when there are none (nobody could have approved)."""
         return self._once("owners", self._parse_owners)
@@ -74,6 +80,29 @@ class Control:
     def misnamed_goal_files(self) -> list[str]:
         """Stems of `goals/*.yaml` files whose names are not goal ids: never goals."""
         return [stem for stem in self._goal_stems() if not GOAL_ID_RE.fullmatch(stem)]
+
+    def stray_goal_notes(self) -> list[str]:
+        """Notes for `goals/` entries on the control ref that are never read as goals."""
+        notes = []
+        for name in self.objects.names(f"{self.commit}:goals"):
+            if name.endswith((".yaml", ".approval")):
+                continue  # goal files and their approvals: no object read for those
+            found = self.objects.read(f"{self.commit}:goals/{name}")
+            note = stray_goal_note(name, found is not None and found[1] == "tree")
+            if note is not None:
+                notes.append(note)
+        return notes
+
+    def not_managed(self) -> InvalidInput | None:
+        """Where nothing can be checked: the control ref has no owners file, so this is not
+        a repository the harness manages (a cron line's wrong `cd` must not look green)."""
+        if self.owners_text is not None:
+            return None
+        return InvalidInput(
+            f"{self.repo.root}: not a harness repository ({self.ref} has no {OWNERS_PATH});"
+            " nothing to check (run `harness init --owner P --key PUBKEY` and commit, or run"
+            " in the repository the harness manages)"
+        )
 
     def _goal_stems(self) -> list[str]:
         return self._once("goal_stems", self._read_goal_stems)

@@ -50,6 +50,15 @@ def ship_failed_detail(data: Mapping[str, Any]) -> str:
     return f"the ship step {how}" + (": " + "\n".join(lines) if lines else " (no output)")
 
 
+def violation_detail(step: str, changed: Sequence[str]) -> str:
+    """The read_only_violation gate's detail: which files, that they are gone, what next."""
+    return (
+        f"the {step} step is read-only but changed: {', '.join(changed[:20])} (restored, not"
+        " committed; git-ignore them or change the command, then `harness unpark` runs the"
+        f" {step} step again)"
+    )
+
+
 @dataclass(frozen=True)
 class Ran:
     """One step's run, as the finish handlers see it."""
@@ -220,14 +229,14 @@ class Finisher(Recorder):
         if after == ran.before:
             self.finish(ran, data)
             return
-        changed = self.wt.git("diff", "--name-only", ran.before or "", after).splitlines()
+        before = ran.before or ""
+        changed = self.wt.tree_changes(before, after)
+        # Before the result is recorded: the step's writes are never committed, so a path
+        # git-ignored afterwards (or a fixed command) lets the same step run again cleanly.
+        self.wt.restore_paths(before, changed)
         violation = data | {"result": "violation", "changed": changed[:MAX_LISTED_PATHS]}
         self.emit("step.finished", ran.step, ran.iteration, violation)
-        self.gate(
-            "needs_attention",
-            "read_only_violation",
-            f"the {ran.step} step is read-only but changed: {', '.join(changed[:20])}",
-        )
+        self.gate("needs_attention", "read_only_violation", violation_detail(ran.step, changed))
 
     def drop_untracked(self, rel: str) -> None:
         """The judge's JUnit file is a transient artifact unless the repository tracks it."""
@@ -308,8 +317,7 @@ class Finisher(Recorder):
             self.gate("needs_attention", "tamper", "touched " + ", ".join(touched[:20]))
             return True
         elif result == "violation":
-            changed = ", ".join(data.get("changed", [])[:20])
-            detail = f"the {last.step} step is read-only but changed: {changed}"
+            detail = violation_detail(last.step or "", data.get("changed", []))
             self.gate("needs_attention", "read_only_violation", detail)
             return True
         else:

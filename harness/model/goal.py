@@ -20,6 +20,7 @@ from harness.model.limits import Budget, Defaults, Halt, budget_from, halt_from,
 from harness.model.wording import show_value
 
 GOAL_ID_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
+PLAIN_NAME_RE = re.compile(r"[A-Za-z0-9._-]{1,100}")
 GOAL_ID_EXPECTED = "1 to 63 lowercase letters, digits or '-', starting with a letter or digit"
 MAX_OBJECTIVE_CHARS = 32_000
 MAX_GOAL_FILE_BYTES = 256 * 1024
@@ -72,6 +73,22 @@ class Goal:
         steps = {"plan": self.plan, "build": self.build, "judge": self.judge}
         steps |= {"review": self.review, "ship": self.ship}
         return [name for name, spec in steps.items() if spec is not None and not spec.network]
+
+
+def stray_goal_note(name: str, is_folder: bool) -> str | None:
+    """The note for an entry of `goals/` that looks meant as a goal but is never read as
+    one: a subfolder (goals sit directly in `goals/`) or a `.yml` file (the suffix is
+    `.yaml`). Anything else there (a README) is no goal and needs no note."""
+    # A name may hold a newline or a terminal escape: shown quoted unless it is plain.
+    shown = name if PLAIN_NAME_RE.fullmatch(name) else show_value(name)
+    if is_folder:
+        return f"goals/{shown}/: ignored (goal files sit directly in goals/, not in a subfolder)"
+    if name.endswith(".yml"):
+        return (
+            f"goals/{shown}: ignored (a goal file's name ends in .yaml: rename it"
+            f" goals/{shown[: -len('.yml')]}.yaml)"
+        )
+    return None
 
 
 def goal_source(goal_id: str) -> str:

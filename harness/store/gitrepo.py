@@ -184,6 +184,25 @@ def git_text(args: Sequence[str], cwd: Path) -> str:
     return run_git(args, cwd).stdout.decode("utf-8", "replace").strip()
 
 
+def stored_bytes(root: Path, rel: str, data: bytes) -> bytes:
+    """The bytes git stores for `data` committed at `rel`: its line-ending conversion
+    (core.autocrlf, `eol`/`text` attributes) applied, as `git add` would. `run` reads the
+    committed blob, so what is approved and checked is this, not the working copy.
+
+    A committed file's blob is already stored and only read; otherwise it is written to
+    the object store (as `git add` would), and where that cannot be done (a read-only
+    `.git`) the working copy's bytes are all there is."""
+    args = ["hash-object", f"--path={rel}", "--stdin"]
+    blob = run_git(args, root, input=data).stdout.decode().strip()
+    stored = run_git(["cat-file", "blob", blob], root, check=False)
+    if stored.returncode == 0:
+        return stored.stdout
+    made = run_git([args[0], "-w", *args[1:]], root, input=data, check=False)
+    if made.returncode != 0:
+        return data
+    return run_git(["cat-file", "blob", made.stdout.decode().strip()], root).stdout
+
+
 @dataclass(frozen=True)
 class Repo:
     """The managed repository: its main worktree and its common git folder."""
@@ -502,6 +521,14 @@ class Worktree:
             else:
                 run_git(["rm", "-q", "-f", "--cached", "--ignore-unmatch", "--", path], self.path)
                 (self.path / path).unlink(missing_ok=True)
+                self._drop_empty_parents(path)
+
+    def _drop_empty_parents(self, rel: str) -> None:
+        """The folders a removed file leaves empty (a `__pycache__/`), up to the worktree."""
+        parent = (self.path / rel).parent
+        while parent != self.path and parent.is_dir() and not any(parent.iterdir()):
+            parent.rmdir()
+            parent = parent.parent
 
     def is_ancestor(self, older: str, newer: str = "HEAD") -> bool:
         proc = run_git(["merge-base", "--is-ancestor", older, newer], self.path, check=False)

@@ -761,9 +761,11 @@ def earlier_commit(world: World) -> str:
 
 
 def unpark_used_once(world: World) -> None:
-    """The owner crosses g4's gate once (it stops again at once: the budget is still spent)."""
-    world.repo.harness("unpark", "g4", "--key", str(world.keys.owner.private), check=0)
-    world.commit_control("record the unpark decision")
+    """The owner crosses g4's gate once (it stops again at once: the budget is still spent).
+    Signed by hand: `harness unpark` refuses a plain unpark at budget_exhausted (issue 18),
+    but a runner must still use such a record once only."""
+    decide("g4", "unpark budget_exhausted")(world)
+    world.repo.harness("run", "g4", check=0)
 
 
 def ship_cut_off(world: World) -> None:

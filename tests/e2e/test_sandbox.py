@@ -85,6 +85,34 @@ def test_without_the_layer_a_pytest_judge_is_a_violation(
     )
 
 
+def test_a_violation_restores_the_tree_and_an_unpark_recovers(
+    tmp_path: Path, owner_key: OwnerKey
+) -> None:
+    """Issue 18: the judge's writes were committed, so ignoring them later changed nothing,
+    and the passing judge showed as `failing=(judge failed)`."""
+    repo = _repo(tmp_path, owner_key, "off")
+    out = repo.harness("run", check=0).stdout
+    row = repo.status()
+    assert (row["status"], row["gate"], row["failing_test"]) == (
+        "needs_attention",
+        "read_only_violation",
+        None,
+    )
+    assert "tests/__pycache__/" in out and "restored" in out
+    assert [f for f in _branch_files(repo) if "__pycache__" in f] == []
+    assert list(repo.worktree.rglob("__pycache__")) == []
+    assert git(repo.worktree, "status", "--porcelain") == ""
+    exclude = repo.root / ".git" / "info" / "exclude"
+    exclude.write_text(exclude.read_text() + "__pycache__/\n")
+    repo.harness("unpark", "g1", "--key", str(repo.key.private), check=0)
+    row = repo.status()
+    assert (row["status"], row["iteration"], row["budget_used"]["iterations"]) == (
+        "completed",
+        1,
+        1,
+    )
+
+
 @needs_bwrap
 def test_a_junit_file_the_judge_writes_is_read(tmp_path: Path, owner_key: OwnerKey) -> None:
     repo = _repo(tmp_path, owner_key, "required", value="wrong", junit=True)

@@ -138,8 +138,12 @@ def test_read_only_step_that_changes_the_tree_is_a_violation(run_here: RunHere) 
     assert (cell.status, cell.gate, cell.gate_detail) == (
         "needs_attention",
         "read_only_violation",
-        "the judge step is read-only but changed: judged.txt",
+        "the judge step is read-only but changed: judged.txt (restored, not committed;"
+        " git-ignore them or change the command, then `harness unpark` runs the judge step"
+        " again)",
     )
+    assert not (here.repo.worktree / "judged.txt").exists()
+    assert (cell.step, cell.iteration, cell.failing_test) == ("judge", 1, None)
     finished = here.events()[-2]
     assert (finished.type, finished.step, finished.data["result"]) == (
         "step.finished",
