@@ -281,7 +281,7 @@ def rotate_owners(goal_id: str, key: Path) -> None:
     """
     from harness.commands.rotate import rotate_owners as run_rotate
 
-    _done(run_rotate(_cwd(), goal_id, key, os.environ, sys.stdout))
+    _done(run_rotate(_cwd(), goal_id, key, _env(), sys.stdout))
 
 
 @cli.command()

@@ -515,7 +515,9 @@ def test_matching_a_long_agent_chosen_test_id_stays_fast() -> None:
     slow = lesson("slow", patterns=[r"\w*\w*\w?!", r"\w*?\w{1,500}!"])
     started = time.monotonic()
     assert not slow.matches("o", "a" * 100_000)
-    assert time.monotonic() - started < 2
+    # Not a speed measurement (scripts/bench has those): backtracking that is exponential in
+    # the id's length would take hours; 30 s stays clear of a loaded machine's noise.
+    assert time.monotonic() - started < 30
 
 
 # ---------------------------------------------------------------------------------------
