@@ -203,3 +203,11 @@ def test_the_chart_is_the_same_bytes_on_every_replay(tmp_path: Path) -> None:
     first = render_html(story.records(), GOAL, NOTE)
     assert render_html(story.records(), GOAL, NOTE) == first
     assert render_html(list(story.records()), GOAL, NOTE) == first
+
+
+def test_a_negative_amount_draws_at_zero_inside_the_panel(story: Story) -> None:
+    """A hostile ledger's negative cost must not draw below the axis."""
+    two_builds(story, -5.0, 1.0)
+    cost = chart_of(story).panel("cost_usd")
+    assert_drawn_inside(cost)
+    assert cost.used[1][1] == cost.area[3]  # -5 draws as 0, on the bottom edge
