@@ -21,7 +21,15 @@ from harness.commands.run import run
 from harness.record.ledger import Ledger
 from harness.record.report.page import render_html
 from harness.trust.secret import Secret
-from tests.record.test_report import Page
+from tests.record.test_report import GOAL as STORY_GOAL
+from tests.record.test_report import Page, Story
+from tests.record.test_report_chart import (
+    Chart,
+    assert_cost_scale,
+    assert_drawn_inside,
+    assert_ticks_apart,
+    lowered_limit,
+)
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 FLAGS = [
@@ -102,3 +110,30 @@ def test_demo_report_renders_in_chromium(chromium: str, demo_report: Path, tmp_p
     assert page.text("approvers") == DEMO_OWNER
     assert "failing: test_calc.CalcTest.test_add_negative" in page.text("timeline")
     assert not [tag for tag, _ in page.elements if tag == "script"]
+
+
+def test_budget_chart_keeps_every_limit_on_its_scale_in_chromium(
+    chromium: str, tmp_path: Path
+) -> None:
+    """A limit lowered by a goal revision and a spend far above today's limit, as Chromium
+    lays them out: every line inside its panel, each limit labelled (issue 16). The
+    screenshot is test-artifacts/report-chart.png."""
+    story = lowered_limit(Story(tmp_path / "events"), last_cost=30.5)
+    page = render_html(story.records(), STORY_GOAL, "verified: chain and MACs intact")
+    path = tmp_path / "chart.html"
+    path.write_bytes(page)
+    ARTIFACTS.mkdir(exist_ok=True)
+    (ARTIFACTS / "report-chart.html").write_bytes(page)
+    shot = ARTIFACTS / "report-chart.png"
+    shot.unlink(missing_ok=True)
+    size = "--window-size=1280,1800"
+    browse(chromium, tmp_path / "profile-shot", f"--screenshot={shot}", size, path.as_uri())
+    assert png_size(shot) == (1280, 1800)
+
+    dom = browse(chromium, tmp_path / "profile-dom", "--dump-dom", path.as_uri()).stdout
+    chart = Chart(dom)
+    assert [p.key for p in chart.panels] == ["cost_usd", "seconds", "iterations", "turns"]
+    for panel in chart.panels:
+        assert_drawn_inside(panel)
+        assert_ticks_apart(panel)
+    assert_cost_scale(chart.panel("cost_usd"), 2.0, 31.5, earlier=50.0)

@@ -17,6 +17,7 @@ _PANELS = (
 )
 PANEL_W, PANEL_H, LEGEND_H = 480, 230, 36
 PAD_L, PAD_R, PAD_T, PAD_B = 80, 56, 40, 44
+TICK_GAP = 14  # px between two y-axis labels (the tick font is 12px)
 
 
 @dataclass(frozen=True)
@@ -34,7 +35,8 @@ class Frame:
         return self.left + self.width * build / self.x_max
 
     def y(self, value: float) -> float:
-        return self.top + self.height * (1 - min(value, self.y_max) / self.y_max)
+        # Never clamped: the scale holds every value drawn (_frame), so none lands on an edge.
+        return self.top + self.height * (1 - value / self.y_max)
 
 
 def chart(points: list[Point], builds: int, final_limit: Spend) -> str:
@@ -71,24 +73,31 @@ def _legend(builds: int) -> str:
     )
 
 
-def _frame(index: int, builds: int, peak: float, limit: float) -> Frame:
+def _frame(index: int, builds: int, top_value: float) -> Frame:
+    """The scale runs from 0 to a tenth above the highest value drawn, so nothing is clipped."""
     left = (index % 2) * PANEL_W + PAD_L
     top = LEGEND_H + (index // 2) * PANEL_H + PAD_T
-    y_max = max(limit, peak) * 1.1 or 1.0
+    y_max = top_value * 1.1 or 1.0
     return Frame(left, top, PANEL_W - PAD_L - PAD_R, PANEL_H - PAD_T - PAD_B, max(builds, 1), y_max)
 
 
+def _amount(spend: Spend, key: str) -> float:
+    """A drawable amount: finite and not below 0 (a hostile ledger's -5 draws as 0)."""
+    return max(0.0, finite(getattr(spend, key)))
+
+
 def _panel(points: list[Point], builds: int, final: Spend, key: str, title: str, i: int) -> str:
-    values = [(p.build, finite(getattr(p.used, key))) for p in points]
-    limit = finite(getattr(final, key))
-    # The limit in force at each build, then today's: an extension after the last build shows.
-    limits = [(p.build, finite(getattr(p.limit, key))) for p in points] + [(max(builds, 1), limit)]
-    frame = _frame(i, builds, max((v for _, v in values), default=0.0), limit)
+    values = [(p.build, _amount(p.used, key)) for p in points]
+    limit = _amount(final, key)
+    # The limit in force at each build, then today's: an extension after the last build shows,
+    # and so does a limit a later goal version lowered.
+    limits = [(p.build, _amount(p.limit, key)) for p in points] + [(max(builds, 1), limit)]
+    frame = _frame(i, builds, max(v for _, v in values + limits))
     last = values[-1][1] if values else 0.0
     return (
         f'<g class="panel panel-{key}">\n'
         f"{_panel_title(frame, title, key, last, limit)}"
-        f"{_axes(frame, key, limit, last)}"
+        f"{_axes(frame, key, limit, last, max(v for _, v in limits))}"
         f"{_limit_path(frame, limits)}"
         f"{_used_line(frame, values)}</g>\n"
     )
@@ -103,12 +112,11 @@ def _panel_title(frame: Frame, title: str, key: str, used: float, limit: float) 
     )
 
 
-def _axes(frame: Frame, key: str, limit: float, peak: float) -> str:
+def _axes(frame: Frame, key: str, limit: float, spend: float, highest: float) -> str:
     right, bottom = frame.left + frame.width, frame.top + frame.height
-    # Counts get a whole-number middle tick, so "1.5 iterations" is never printed as "2".
-    middle = float(round(limit / 2)) if FORMATS[key] is count else limit / 2
-    ticks = sorted({0.0, middle, limit} | ({peak} if peak > limit * 1.15 else set()))
-    parts = [_y_tick(frame, key, value, right) for value in ticks if value <= frame.y_max]
+    parts = [
+        _y_tick(frame, key, value, right) for value in _y_ticks(frame, key, limit, spend, highest)
+    ]
     parts += [_x_tick(frame, build, bottom) for build in _x_ticks(int(frame.x_max))]
     parts.append(
         f'<path class="axis" d="M{frame.left:.1f} {frame.top:.1f}V{bottom:.1f}H{right:.1f}"/>'
@@ -118,6 +126,23 @@ def _axes(frame: Frame, key: str, limit: float, peak: float) -> str:
         'text-anchor="middle">builds</text>'
     )
     return "\n".join(parts) + "\n"
+
+
+def _y_ticks(frame: Frame, key: str, limit: float, spend: float, highest: float) -> list[float]:
+    """The values labelled on the y axis, most important first, each kept only if its label
+    stays TICK_GAP px clear of those already kept: today's limit, 0, the spend above it, a
+    higher limit in force earlier, then half the limit."""
+    # Counts get a whole-number middle tick, so "1.5 iterations" is never printed as "2".
+    middle = float(round(limit / 2)) if FORMATS[key] is count else limit / 2
+    wanted = [limit, 0.0]
+    wanted += [spend] if spend > limit else []
+    wanted += [highest] if highest > limit else []
+    wanted += [middle] if 0 < middle < limit else []
+    kept: list[float] = []
+    for value in wanted:
+        if all(abs(frame.y(value) - frame.y(other)) >= TICK_GAP for other in kept):
+            kept.append(value)
+    return sorted(kept)
 
 
 def _y_tick(frame: Frame, key: str, value: float, right: float) -> str:
