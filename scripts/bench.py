@@ -898,7 +898,7 @@ def bench_checkpoint(repo: Managed, wt: Path, planned: Iterator[Planned], reps: 
     )
 
 
-def bench_status(repo: Managed, count: int, reps: int, name: str = "status_1000") -> None:
+def bench_status(repo: Managed, count: int, reps: int, metric: str = "status_1000") -> None:
     cmd = [*harness_cmd(), "status", "--json"]
     best = Best.of("harness", "git")
     for _ in range(reps):
@@ -932,7 +932,7 @@ def bench_status(repo: Managed, count: int, reps: int, name: str = "status_1000"
         if proc.stdout.count(b" blob ") != count:
             raise SystemExit("bench: cat-file did not find every cell")
     report(
-        name,
+        metric,
         best["harness"] / best["git"],
         f"harness status --json {best['harness'] * 1000:.0f} ms, for-each-ref + cat-file --batch {best['git'] * 1000:.0f} ms ({count:,} goals, best of {reps})",
     )
@@ -1026,6 +1026,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--events", type=int, default=1_000_000, help="events in the big ledger (default 1000000)"
     )
+    parser.add_argument(
+        "--files", type=int, default=100_000, help="files in the big repository (default 100000)"
+    )
     parser.add_argument("--only", default=",".join(TARGETS), help="comma-separated metrics to run")
     args = parser.parse_args(argv)
     only = set(args.only.split(","))
@@ -1078,7 +1081,7 @@ def main(argv: list[str] | None = None) -> int:
             goal = goal_yaml(SANDBOX_GOAL, "true", "true", "true")
             bench_sandbox(managed_repo(base / "sandbox", keys, {SANDBOX_GOAL: goal}), args.reps)
         if only & {"bigrepo_step", "bigrepo_start"}:
-            bench_scale.bench_bigrepo(base, keys, args.reps, only)
+            bench_scale.bench_bigrepo(base, keys, args.reps, only, args.files)
         if "jobs_scaling" in only:
             bench_scale.bench_jobs(base, keys, args.reps)
     finally:

@@ -41,7 +41,7 @@ def _bare_env() -> dict[str, str]:
     return harness_env() | {"HARNESS_SANDBOX": "off"}
 
 
-def big_repo(base: Path, keys: Path, goals: list[str]) -> bench.Managed:
+def big_repo(base: Path, keys: Path, goals: list[str], files: int) -> bench.Managed:
     """A managed repository whose main holds BIG_FILES small distinct files in BIG_DIRS
     folders besides the usual project, made with one `git fast-import` stream."""
     build = f'echo "step $HARNESS_ITERATION" >> {BIG_FILE}'
@@ -52,8 +52,8 @@ def big_repo(base: Path, keys: Path, goals: list[str]) -> bench.Managed:
     stream = bytearray(b"commit refs/heads/main\n")
     stream += b"committer Bench <bench@example.com> 1764403200 +0000\n"
     stream += b"data %d\n%s\nfrom %s\n" % (len(message), message, repo.main.encode())
-    per = BIG_FILES // BIG_DIRS
-    for n in range(BIG_FILES):
+    per = max(1, files // BIG_DIRS)
+    for n in range(files):
         body = b"file %d of a big tree\nline two %x\n" % (n, n * 2654435761 % 2**32)
         path = b"big/d%03d/f%06d.txt" % (n // per, n)
         stream += b"M 100644 inline %s\ndata %d\n%s\n" % (path, len(body), body)
@@ -61,7 +61,7 @@ def big_repo(base: Path, keys: Path, goals: list[str]) -> bench.Managed:
     git(repo.root, "reset", "-q", "--hard")
     repo.main = git(repo.root, "rev-parse", "HEAD")
     say(
-        f"generated bigrepo: {BIG_FILES:,} files in {BIG_DIRS:,} folders "
+        f"generated bigrepo: {files:,} files in {min(files, BIG_DIRS):,} folders "
         f"in {time.perf_counter() - started:.1f} s"
     )
     return repo
@@ -132,9 +132,11 @@ def _where(label: str, trace: Path) -> None:
     say(f"{label}: {total} git processes, {sum(seconds.values()):.2f} s in git: {shown}")
 
 
-def bench_bigrepo(base: Path, keys: Path, reps: int, only: set[str]) -> None:
+def bench_bigrepo(
+    base: Path, keys: Path, reps: int, only: set[str], files: int = BIG_FILES
+) -> None:
     goals = [f"big-{n}" for n in range(1, reps + 1)] + ["big-trace"]
-    repo = big_repo(base, keys, goals)
+    repo = big_repo(base, keys, goals, files)
     env = _bare_env()
     run = [*harness_cmd(), "run"]
     best = Best.of("start", "worktree_add", "step", "commit")
@@ -165,7 +167,7 @@ def bench_bigrepo(base: Path, keys: Path, reps: int, only: set[str]) -> None:
         step_env = env | ({"GIT_TRACE2_EVENT": str(trace) + "-steps"} if tracing else {})
         wall = _timed_run([*run, gid, "--max-steps", "2"], repo.root, step_env, {0})
         steps, commands = _step_seconds(wt, gid)
-        if steps != 2 or git(wt, "diff", "--stat", "HEAD~1", "--", BIG_FILE) == "":
+        if steps != 2 or git(wt, "diff", "--stat", "main", "HEAD", "--", BIG_FILE) == "":
             raise SystemExit(f"bench: {gid} did not run its build and judge ({steps} finished)")
         _drop_worktree(repo.root, wt, f"harness/{gid}")
         if tracing:
@@ -181,14 +183,14 @@ def bench_bigrepo(base: Path, keys: Path, reps: int, only: set[str]) -> None:
             "bigrepo_start",
             best["start"] / best["worktree_add"],
             f"harness start (worktree + first commit) {best['start']:.2f} s, git worktree add "
-            f"{best['worktree_add']:.2f} s ({BIG_FILES:,} files, best of {reps})",
+            f"{best['worktree_add']:.2f} s ({files:,} files, best of {reps})",
         )
     if "bigrepo_step" in only:
         report(
             "bigrepo_step",
             best["step"] / best["commit"],
             f"harness per step (commands excluded) {best['step'] * 1000:.0f} ms, git add -A "
-            f"&& git commit {best['commit'] * 1000:.0f} ms ({BIG_FILES:,} files, best of {reps})",
+            f"&& git commit {best['commit'] * 1000:.0f} ms ({files:,} files, best of {reps})",
         )
 
 
