@@ -769,7 +769,7 @@ def bench_ledger(repo: Managed, events: int, small: int, reps: int, only: set[st
     verify at `events` against `small` events."""
     folder = repo.root / ".harness" / "worktrees" / BIG_GOAL / "ledger" / BIG_GOAL / "events"
     replay = [*harness_cmd(), "replay", BIG_GOAL, "--format", "text"]
-    best = Best.of("floor", "verify", "replay", "peak", "small_peak")
+    best = Best.of("floor", "verify", "replay", "peak", "small_peak", "small_verify")
     for _ in range(reps):
         floor = measured([sys.executable, "-c", FLOOR, str(folder)], repo.root)
         if int(floor.out) != events:
@@ -780,7 +780,9 @@ def bench_ledger(repo: Managed, events: int, small: int, reps: int, only: set[st
             best.add("verify", run.seconds)
             best.add("peak", run.peak_mib)
         if "verify_memory" in only:
-            best.add("small_peak", verified(repo, SMALL_GOAL, small).peak_mib)
+            small_run = verified(repo, SMALL_GOAL, small)
+            best.add("small_peak", small_run.peak_mib)
+            best.add("small_verify", small_run.seconds)
         if "replay_1m" in only:
             best.add("replay", measured(replay, repo.root, devnull=True).seconds)
     per = f"{events:,} events, best of {reps}"
@@ -795,6 +797,11 @@ def bench_ledger(repo: Managed, events: int, small: int, reps: int, only: set[st
             "replay_1m",
             best["replay"] / best["floor"],
             f"harness replay --format text {best['replay']:.2f} s, floor {best['floor']:.2f} s ({per})",
+        )
+    if "verify_memory" in only and only & {"verify_1m"}:
+        say(
+            f"verify cost against size: {best['verify']:.2f} s at {events:,} events, "
+            f"{best['small_verify']:.2f} s at {small:,}"
         )
     if "verify_memory" in only:
         report(

@@ -119,6 +119,8 @@ def git_trace(trace: Path) -> tuple[int, Counter[str], dict[str, float]]:
             while argv and argv[0] == "-c":
                 argv = argv[2:]
             names[sid] = " ".join(argv[:2]) if argv[:1] == ["worktree"] else argv[0]
+            if argv[:2] == ["cat-file", "--batch"]:  # the object reader, open for the run
+                names[sid] = "cat-file --batch (open)"
         elif event["event"] == "exit" and sid in names:
             count[names[sid]] += 1
             seconds[names[sid]] = seconds.get(names[sid], 0.0) + float(event["t_abs"])
@@ -127,8 +129,11 @@ def git_trace(trace: Path) -> tuple[int, Counter[str], dict[str, float]]:
 
 def _where(label: str, trace: Path) -> None:
     total, count, seconds = git_trace(trace)
-    rows = sorted(count, key=lambda name: -seconds[name])
-    shown = ", ".join(f"{name} {count[name]}× {seconds[name] * 1000:.0f} ms" for name in rows)
+    seconds.pop("cat-file --batch (open)", None)  # its lifetime, not its work
+    rows = sorted(count, key=lambda name: -seconds.get(name, 0.0))
+    shown = ", ".join(
+        f"{name} {count[name]}× {seconds.get(name, 0) * 1000:.0f} ms" for name in rows
+    )
     say(f"{label}: {total} git processes, {sum(seconds.values()):.2f} s in git: {shown}")
 
 
