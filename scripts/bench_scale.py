@@ -150,6 +150,7 @@ def bench_bigrepo(
         trace = base / f"trace-{gid}"
         # The floor: a worktree of the same repository, the same change committed there.
         floor_wt = repo.root.parent / f"floor-{n}"
+        os.sync()  # each checkout starts with no other side's writes still being flushed
         started = time.perf_counter()
         git(repo.root, "worktree", "add", "-q", "-b", f"floor-{n}", str(floor_wt), "main")
         add_seconds = time.perf_counter() - started
@@ -162,6 +163,7 @@ def bench_bigrepo(
         _drop_worktree(repo.root, floor_wt, f"floor-{n}")
         # The harness: start the goal (killed after its first commit), then two steps.
         start_env = env | {"HARNESS_FAILPOINT": "after_commit"}
+        os.sync()
         if tracing:
             start_env["GIT_TRACE2_EVENT"] = str(trace) + "-start"
         start = _timed_run([*run, gid, "--max-steps", "1"], repo.root, start_env, {-9, 137})
