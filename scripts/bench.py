@@ -44,6 +44,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+if __name__ == "__main__":  # bench_scale imports this module by name: one copy, not two
+    sys.modules.setdefault("bench", sys.modules[__name__])
 
 # Fixed identities and no user or system git config, set before harness (and git) runs.
 os.environ.update(
@@ -99,6 +101,10 @@ TARGETS = {
     "status_1000": 5.0,
     "noop_run": 5.0,
     "sandbox_step": 1.1,
+    "bigrepo_step": 1.5,
+    "bigrepo_start": 1.3,
+    "status_10000": 5.0,
+    "jobs_scaling": 0.34,
 }
 _T0_MS = calendar.timegm((2026, 11, 29, 8, 0, 0)) * 1000
 
@@ -625,12 +631,12 @@ def generated_worktree(
 ENDINGS = ("parked", "attention", "running", "completed")
 
 
-def fleet_repo(base: Path, keys: Path, count: int) -> Managed:
+def fleet_repo(base: Path, keys: Path, count: int, name: str = "fleet") -> Managed:
     """`count` goals on main, each with a branch holding a short real ledger and its cell,
     made in one `git fast-import` stream."""
-    ids = [f"fleet-{n:04d}" for n in range(1, count + 1)]
+    ids = [f"fleet-{n:05d}" for n in range(1, count + 1)]
     text = goal_yaml("{id}", "true", "true", "true")
-    repo = managed_repo(base / "fleet", keys, {gid: text.replace("{id}", gid) for gid in ids})
+    repo = managed_repo(base / name, keys, {gid: text.replace("{id}", gid) for gid in ids})
     stream = bytearray()
     for n, gid in enumerate(ids):
         files: dict[str, bytes] = {}
@@ -763,7 +769,7 @@ def bench_ledger(repo: Managed, events: int, small: int, reps: int, only: set[st
     verify at `events` against `small` events."""
     folder = repo.root / ".harness" / "worktrees" / BIG_GOAL / "ledger" / BIG_GOAL / "events"
     replay = [*harness_cmd(), "replay", BIG_GOAL, "--format", "text"]
-    best = Best.of("floor", "verify", "replay", "peak", "small_peak")
+    best = Best.of("floor", "verify", "replay", "peak", "small_peak", "small_verify")
     for _ in range(reps):
         floor = measured([sys.executable, "-c", FLOOR, str(folder)], repo.root)
         if int(floor.out) != events:
@@ -774,7 +780,9 @@ def bench_ledger(repo: Managed, events: int, small: int, reps: int, only: set[st
             best.add("verify", run.seconds)
             best.add("peak", run.peak_mib)
         if "verify_memory" in only:
-            best.add("small_peak", verified(repo, SMALL_GOAL, small).peak_mib)
+            small_run = verified(repo, SMALL_GOAL, small)
+            best.add("small_peak", small_run.peak_mib)
+            best.add("small_verify", small_run.seconds)
         if "replay_1m" in only:
             best.add("replay", measured(replay, repo.root, devnull=True).seconds)
     per = f"{events:,} events, best of {reps}"
@@ -789,6 +797,11 @@ def bench_ledger(repo: Managed, events: int, small: int, reps: int, only: set[st
             "replay_1m",
             best["replay"] / best["floor"],
             f"harness replay --format text {best['replay']:.2f} s, floor {best['floor']:.2f} s ({per})",
+        )
+    if "verify_memory" in only and only & {"verify_1m"}:
+        say(
+            f"verify cost against size: {best['verify']:.2f} s at {events:,} events, "
+            f"{best['small_verify']:.2f} s at {small:,}"
         )
     if "verify_memory" in only:
         report(
@@ -892,7 +905,7 @@ def bench_checkpoint(repo: Managed, wt: Path, planned: Iterator[Planned], reps: 
     )
 
 
-def bench_status(repo: Managed, count: int, reps: int) -> None:
+def bench_status(repo: Managed, count: int, reps: int, metric: str = "status_1000") -> None:
     cmd = [*harness_cmd(), "status", "--json"]
     best = Best.of("harness", "git")
     for _ in range(reps):
@@ -926,7 +939,7 @@ def bench_status(repo: Managed, count: int, reps: int) -> None:
         if proc.stdout.count(b" blob ") != count:
             raise SystemExit("bench: cat-file did not find every cell")
     report(
-        "status_1000",
+        metric,
         best["harness"] / best["git"],
         f"harness status --json {best['harness'] * 1000:.0f} ms, for-each-ref + cat-file --batch {best['git'] * 1000:.0f} ms ({count:,} goals, best of {reps})",
     )
@@ -1020,6 +1033,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--events", type=int, default=1_000_000, help="events in the big ledger (default 1000000)"
     )
+    parser.add_argument(
+        "--files", type=int, default=100_000, help="files in the big repository (default 100000)"
+    )
     parser.add_argument("--only", default=",".join(TARGETS), help="comma-separated metrics to run")
     args = parser.parse_args(argv)
     only = set(args.only.split(","))
@@ -1035,6 +1051,8 @@ def main(argv: list[str] | None = None) -> int:
     small = max(1, args.events // 10)
     say(f"bench: {base} ({os.cpu_count()} cpus, {sys.version.split()[0]})")
     write_bytecode()
+    import bench_scale  # it imports this module: after it is whole
+
     try:
         self_check(base / "self-check")
         keys = base / "keys"
@@ -1057,11 +1075,22 @@ def main(argv: list[str] | None = None) -> int:
                 bench_checkpoint(audit, wt, rest, args.reps)
         if "status_1000" in only:
             bench_status(fleet_repo(base, keys, FLEET), FLEET, args.reps)
+        if "status_10000" in only:
+            bench_status(
+                fleet_repo(base, keys, 10 * FLEET, "fleet10k"),
+                10 * FLEET,
+                args.reps,
+                "status_10000",
+            )
         if "noop_run" in only:
             bench_noop(noop_repo(base, keys), args.reps)
         if "sandbox_step" in only:
             goal = goal_yaml(SANDBOX_GOAL, "true", "true", "true")
             bench_sandbox(managed_repo(base / "sandbox", keys, {SANDBOX_GOAL: goal}), args.reps)
+        if only & {"bigrepo_step", "bigrepo_start"}:
+            bench_scale.bench_bigrepo(base, keys, args.reps, only, args.files)
+        if "jobs_scaling" in only:
+            bench_scale.bench_jobs(base, keys, args.reps)
     finally:
         if args.keep is None:
             shutil.rmtree(base, ignore_errors=True)

@@ -17,7 +17,8 @@ from harness.errors import InvalidInput
 from harness.record.changes import Changes, goal_changes
 from harness.record.ledger import Ledger
 from harness.record.locate import locate
-from harness.store.gitrepo import Repo, git_reason, run_git
+from harness.store.gitenv import git_reason
+from harness.store.gitrepo import Repo, run_git
 
 # Everything but the harness's own record: what a reviewer and a pull request should see.
 PATHSPEC = ("--", ".", ":!ledger")

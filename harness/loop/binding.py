@@ -17,11 +17,21 @@ from harness.store.gitrepo import Worktree, run_git
 MAX_NAMED = 20
 
 
-def unbound(wt: Worktree, paths: GoalPaths, key: bytes, cell: Cell, vouched: bool) -> str | None:
-    """Why the branch head or the worktree is not what the harness committed, or None.
+def unbound(
+    wt: Worktree,
+    paths: GoalPaths,
+    key: bytes,
+    cell: Cell,
+    vouched: bool,
+    fresh: str | None = None,
+) -> tuple[str | None, str | None]:
+    """Why the branch head or the worktree is not what the harness committed, or None;
+    and the work tree id it staged and compared (None when it compared none).
 
     `vouched`: the working cell was written at the ledger's head (no roll-forward), so its
-    tree names the worktree too. A cell written before the field existed names no tree."""
+    tree names the worktree too. A cell written before the field existed names no tree.
+    `fresh`: the work tree id this process staged and found equal to the cell's with no
+    step and no commit since (the first step after loading): not scanned again."""
     committed = _committed_tree(wt, paths, key)
     head_tree = wt.tree_without("HEAD")
     if committed is not None and head_tree != committed:
@@ -29,16 +39,17 @@ def unbound(wt: Worktree, paths: GoalPaths, key: bytes, cell: Cell, vouched: boo
         return (
             f"the goal branch head {head[:12]} holds changes the harness did not commit: "
             + _named(wt.tree_changes(committed, head_tree))
-        )
+        ), None
     # A step cut off mid-way left its work in the worktree: `step.cutoff` records it as work
     # in progress, and a build run again has it checked as its own change.
     if vouched and cell.in_flight is None and cell.tree is not None:
-        now = wt.work_tree_id()
+        now = fresh if fresh == cell.tree else wt.work_tree_id()
         if now != cell.tree:
             return "the worktree differs from what the harness last committed: " + _named(
                 wt.tree_changes(cell.tree, now)
-            )
-    return None
+            ), None
+        return None, now
+    return None, None
 
 
 def same_tree(wt: Worktree, commit: str, cell: Cell) -> bool:

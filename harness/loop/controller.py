@@ -156,7 +156,9 @@ class GoalRunner(Crossing):
 
     def bound(self) -> bool:
         """The branch head and worktree are what the harness committed; else stop at tamper."""
-        problem = unbound(self.wt, self.paths, self.key, self.cell, self.vouched)
+        problem, self.fresh = unbound(
+            self.wt, self.paths, self.key, self.cell, self.vouched, self.fresh
+        )
         if problem is not None:
             self.gate("needs_attention", "tamper", problem)
         return problem is None
@@ -248,6 +250,7 @@ class GoalRunner(Crossing):
         if failed:
             lesson, result = failed[0]
             detail = f"{result.output_tail}\n\nThe lesson:\n{lesson.text}"
+            tree = self.wt.work_tree_id()
             self.emit(
                 "done.blocked",
                 None,
@@ -255,11 +258,11 @@ class GoalRunner(Crossing):
                 {
                     "missing": [],
                     "lessons_failed": [x.name for x, _ in failed],
-                    "tree": self.wt.work_tree_id(),
+                    "tree": tree,
                     "detail": fit_text(detail, 8000),
                 },
             )
-            self.checkpoint("done gate blocked by a lesson check")
+            self.checkpoint("done gate blocked by a lesson check", tree)
         elif missing:
             tree = self.wt.work_tree_id()
             self.emit(
@@ -272,7 +275,7 @@ class GoalRunner(Crossing):
                     "detail": "expected files are missing: " + ", ".join(missing),
                 },
             )
-            self.checkpoint("done gate blocked")
+            self.checkpoint("done gate blocked", tree)
         elif "ship" in self.cell.steps:
             self.gate(
                 "parked_at_eyes",
@@ -341,7 +344,8 @@ class GoalRunner(Crossing):
             data["lessons"] = [lesson.as_ref() for lesson in self.given]
         self.emit("step.started", step, iteration, data)
         started = self.checkpoint(f"{step} {iteration} started")
-        before = self.wt.work_tree_id() if step in READ_ONLY_STEPS else None
+        # The tree that commit holds, staged by its checkpoint a moment ago.
+        before = self.cell.tree if step in READ_ONLY_STEPS else None
         failpoints.hit(f"in_{step}")
         guard = GitConfigGuard(self.wt.guarded_files())
         record = RecordGuard(self.wt)
@@ -474,6 +478,7 @@ class GoalRunner(Crossing):
         """Only a build writes the worktree; every other step works on a throw-away copy,
         from which the judge's JUnit file is copied back. `work` is the folder the step runs
         in when it is not the goal's worktree (the ship step's checkout of the signed commit)."""
+        self.fresh = None  # a step command runs: what was staged is no longer known
         config = self.ctx.control.config
         place = Place.of(
             self.ctx.control.repo, self.goal.id, self.ctx.base_env, config.sandbox_binds

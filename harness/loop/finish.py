@@ -106,13 +106,17 @@ class Finisher(Recorder):
         return self.wt.changed_paths(base) if self.wt.is_ancestor(base) else []
 
     def finish(self, ran: Ran, data: dict[str, Any]) -> None:
+        """`data["tree"]`: the work tree id its caller has just staged, committed as is."""
         self.emit("step.finished", ran.step, ran.iteration, data)
-        self.checkpoint(f"{ran.step} {ran.iteration} finished")
+        self.checkpoint(f"{ran.step} {ran.iteration} finished", data["tree"])
 
     def finish_build(self, ran: Ran) -> None:
         agent = ran.agent or parse_output(self.goal.build.format, ran.result.stdout_tail)
         usage = combine(ran.report, agent)
-        changed = self.changed_since(ran.started)
+        # One scan: stage the build's change, list it, and take its tree from the index.
+        rewritten = not self.wt.is_ancestor(ran.started)
+        changed = [] if rewritten else self.wt.changed_paths(ran.started)
+        tree = self.wt.work_tree_id() if rewritten else self.wt.staged_tree()
         unseen = self.new_ignored(ran)  # hidden from git, there for the judge (trust.md)
         data = (
             ran.data()
@@ -121,7 +125,7 @@ class Finisher(Recorder):
                 "summary": fit_text(usage.summary, 4000),
                 "agent_error": usage.error,
                 "changed": changed[:MAX_LISTED_PATHS],
-                "tree": self.wt.work_tree_id(),
+                "tree": tree,
             }
         )
         finished = (ran.step, ran.iteration, data)
@@ -161,7 +165,7 @@ class Finisher(Recorder):
         if tries >= halt.unavailable_tries:
             self.gate("needs_attention", "agent_unavailable", unavailable_detail(tries, message))
         else:
-            self.checkpoint(f"{ran.step} {ran.iteration} unavailable (try {tries})")
+            self.checkpoint(f"{ran.step} {ran.iteration} unavailable (try {tries})", data["tree"])
 
     def note_ignored(self, step: StepName) -> None:
         """Before a build: the ignored entries already there (see `new_ignored`)."""

@@ -63,6 +63,9 @@ class Recorder:
         # With a remote, an event's line waits until the push that carries it went: a run
         # that loses the race to another runner prints nothing that did not happen.
         self.unpublished: list[str] = []
+        # The work tree id a check has just staged and compared, with nothing run since:
+        # the next checkpoint commits it without a second scan (None: scan again).
+        self.fresh: str | None = None
 
     def emit(
         self, type: EventType, step: StepName | None, iteration: int, data: Mapping[str, Any]
@@ -77,15 +80,21 @@ class Recorder:
         else:
             self.unpublished.append(text_line(record.event))
 
-    def checkpoint(self, message: str) -> str:
+    def checkpoint(self, message: str, tree: str | None = None) -> str:
+        """Write the cell and the report and commit. `tree`: the work tree id the caller
+        has just staged and recorded (nothing ran since); else the worktree is scanned.
+        Either way the commit holds exactly that tree plus the goal's record, which is
+        all the harness wrote since (performance.md, "Scale")."""
         # The cell names the tree this commit holds: what runs or ships next must equal it.
-        self.cell = replace(self.cell, tree=self.wt.work_tree_id())
+        tree = self.fresh if tree is None else tree
+        self.fresh = None
+        self.cell = replace(self.cell, tree=self.wt.work_tree_id() if tree is None else tree)
         self.vouched = True
         write_cell(self.paths.cell, self.cell, self.key)
         failpoints.hit("after_cell_write")
         atomic_write(self.paths.report, self.report.render(self.cell).encode())
         failpoints.hit("before_commit")
-        commit = self.wt.commit(f"harness({self.goal_id}): {message}")
+        commit = self.wt.commit(f"harness({self.goal_id}): {message}", [self.paths.rel])
         failpoints.hit("after_commit")
         if self.publish is not None:
             self.publish()  # Busy (another runner won): the lines stay unprinted

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from harness.store.gitrepo import GIT_LOCATING
+from harness.store.gitenv import GIT_LOCATING
 
 ALWAYS_SCRUBBED = (
     "HARNESS_SECRET",

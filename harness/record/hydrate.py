@@ -20,7 +20,8 @@ from harness.record.fold import apply
 from harness.record.ledger import START, Ledger, Position, Record, TornTail
 from harness.record.render import MarkdownReport
 from harness.store.fsutil import refuse_link
-from harness.store.gitrepo import git_reason, named_objects, run_git
+from harness.store.gitenv import git_reason, named_objects
+from harness.store.gitrepo import run_git
 
 
 @dataclass(frozen=True)

@@ -14,13 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.store.gitrepo import (
-    GitError,
-    environ_without_secrets,
-    git_timeout_s,
-    run_git,
-    start_git,
-)
+from harness.store.gitenv import environ_without_secrets, git_timeout_s
+from harness.store.gitrepo import GitError, run_git, start_git
 
 # Importing GitPython runs `git version` with os.environ as it is, secret included.
 with environ_without_secrets():

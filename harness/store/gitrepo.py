@@ -15,32 +15,25 @@ import os
 import re
 import signal
 import subprocess
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from harness.errors import HarnessError, InvalidInput
 from harness.store.fsutil import fsync_dir
+from harness.store.gitenv import CLEAN_ENV, git_reason, git_timeout_s
 from harness.store.gitversion import fsync_config, installed_version, needs_ref_fsync
 
-# Variables that would point git at another repository, index or object store.
-GIT_LOCATING = (
-    "GIT_DIR",
-    "GIT_WORK_TREE",
-    "GIT_INDEX_FILE",
-    "GIT_OBJECT_DIRECTORY",
-    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
-    "GIT_COMMON_DIR",
-    "GIT_NAMESPACE",
-    "GIT_CEILING_DIRECTORIES",
-    "GIT_CONFIG_PARAMETERS",
-    "GIT_CONFIG_COUNT",
-)
-_NEVER_TO_GIT = ("HARNESS_SECRET", "HARNESS_SECRET_FILE", "HARNESS_KEY_PASSPHRASE")
 # A branch HEAD as git writes it, for names of plain characters only (others ask git).
 _PLAIN_HEAD = re.compile(r"ref: (refs/heads/[A-Za-z0-9][A-Za-z0-9._/-]*)")
 _SAFE_BASE = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false")
+# git's settings for big trees (what `feature.manyFiles` sets in git 2.39), given on the
+# command line for the harness's own calls only: a goal's worktree gets a version 4 index
+# (paths prefix-compressed, a smaller file to read and write) and an untracked cache, so a
+# scan stats the tracked files and reads only the folders whose mtime moved.
+NEW_INDEX = ("-c", "index.version=4", "-c", "core.untrackedCache=true")
+SCAN_CONFIG = ("-c", "core.untrackedCache=true", "-c", "status.showUntrackedFiles=normal")
 
 
 @functools.cache
@@ -61,53 +54,6 @@ HARNESS_EMAIL = "harness@goal-harness.invalid"
 
 class GitError(HarnessError):
     """A git command failed; carries git's own message."""
-
-
-def git_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
-    env = dict(os.environ if base is None else base)
-    for name in (*GIT_LOCATING, *_NEVER_TO_GIT):
-        env.pop(name, None)
-    env["GIT_TERMINAL_PROMPT"] = "0"
-    env["LC_ALL"] = "C"
-    return env
-
-
-CLEAN_ENV = git_env()
-
-
-def git_timeout_s() -> float:
-    """How long one git call may take (`HARNESS_GIT_TIMEOUT`, seconds; default 600): a hook
-    or a remote that hangs stops the run with a message instead of stalling it for ever."""
-    raw = os.environ.get("HARNESS_GIT_TIMEOUT", "600")
-    try:
-        value = float(raw)
-    except ValueError:
-        value = -1.0
-    if not 0 < value < float("inf"):
-        raise InvalidInput(f"HARNESS_GIT_TIMEOUT: {raw!r} (expected seconds, a number > 0)")
-    return value
-
-
-def git_reason(stderr: bytes | str) -> str:
-    """git's own reason: its first `fatal:`/`error:` line (the last is often advice)."""
-    text = stderr.decode("utf-8", "replace") if isinstance(stderr, bytes) else stderr
-    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
-    for line in lines:
-        for prefix in ("fatal: ", "error: "):
-            if line.startswith(prefix):
-                return line.removeprefix(prefix)
-    return lines[-1] if lines else ""
-
-
-_OBJECT = re.compile(
-    r"\b([0-9a-f]{40}(?:[0-9a-f]{24})?)\b|objects/([0-9a-f]{2})/([0-9a-f]{38}(?:[0-9a-f]{24})?)\b"
-)
-
-
-def named_objects(stderr: bytes | str) -> list[str]:
-    """The object ids git's message names, as ids or as loose object file paths."""
-    text = stderr.decode("utf-8", "replace") if isinstance(stderr, bytes) else stderr
-    return [m[1] or m[2] + m[3] for m in _OBJECT.finditer(text)]
 
 
 def run_git(
@@ -165,19 +111,6 @@ def start_git(args: Sequence[str], cwd: Path, *, text: bool = False) -> subproce
         encoding="utf-8" if text else None,
         errors="replace" if text else None,
     )
-
-
-@contextlib.contextmanager
-def environ_without_secrets() -> Iterator[None]:
-    """os.environ without the variables no git process may see, for code that starts git
-    from os.environ itself (importing GitPython runs `git version`); put back after."""
-    held = {
-        name: os.environ.pop(name) for name in (*GIT_LOCATING, *_NEVER_TO_GIT) if name in os.environ
-    }
-    try:
-        yield
-    finally:
-        os.environ.update(held)
 
 
 def git_text(args: Sequence[str], cwd: Path) -> str:
@@ -303,9 +236,11 @@ class Repo:
         self.ensure_excluded("/.harness/worktrees/")
         run_git(["worktree", "prune"], self.root)
         if self.rev_parse(f"refs/heads/{branch}") is None:
-            run_git(["worktree", "add", "-q", "-b", branch, str(path), start], self.root)
+            run_git(
+                [*NEW_INDEX, "worktree", "add", "-q", "-b", branch, str(path), start], self.root
+            )
         else:
-            run_git(["worktree", "add", "-q", str(path), branch], self.root)
+            run_git([*NEW_INDEX, "worktree", "add", "-q", str(path), branch], self.root)
         return Worktree(path)
 
     def repair_worktree(self, path: Path) -> None:
@@ -355,6 +290,18 @@ class Repo:
         return folder
 
 
+def status_paths(porcelain: bytes) -> list[str]:
+    """The paths `git status --porcelain=v1 -z --no-renames` shows changed in the worktree
+    against the index (its second column; a change already staged needs nothing). An
+    untracked folder shown as `name/` is named without its slash: git adds it as `add -A`
+    would (its files, or a nested repository as a gitlink)."""
+    paths = []
+    for entry in porcelain.split(b"\0"):
+        if len(entry) > 3 and entry[1:2] != b" ":
+            paths.append(entry[3:].decode("utf-8", "surrogateescape").rstrip("/"))
+    return paths
+
+
 @dataclass(frozen=True)
 class Worktree:
     """A goal's own worktree, on its own branch."""
@@ -371,7 +318,23 @@ class Worktree:
         return self.git("symbolic-ref", "-q", "--short", "HEAD")
 
     def stage_all(self) -> None:
-        run_git(["add", "-A"], self.path)
+        """Stage every change in the worktree, as `git add -A` would, from one scan.
+
+        `git status` (which refreshes the index and reads the untracked cache) names what
+        differs from the index; only those paths are then staged, so the cost grows with
+        the tree's size by one stat pass and with what changed otherwise (performance.md,
+        "Scale"). Ignore rules apply exactly as for `git add -A`; the ignored files a
+        build adds are checked apart (`textlike.ignored_entries`)."""
+        args = ["status", "--porcelain=v1", "-z", "--no-renames", "--untracked-files=normal"]
+        out = run_git([*SCAN_CONFIG, *args, "--ignore-submodules=none"], self.path).stdout
+        self.stage_paths(status_paths(out))
+
+    def stage_paths(self, paths: Sequence[str]) -> None:
+        """`git add -A` limited to `paths` (literal): stages their changes and deletions."""
+        if paths:
+            spec = b"".join(f":(literal){p}\0".encode("utf-8", "surrogateescape") for p in paths)
+            args = ["add", "-A", "--pathspec-from-file=-", "--pathspec-file-nul"]
+            run_git([*SCAN_CONFIG, *args], self.path, input=spec)
 
     def work_tree_id(self, exclude_top: str = "ledger") -> str:
         """Stage everything and return the git tree id of the work without `exclude_top`.
@@ -380,6 +343,10 @@ class Worktree:
         no-progress detection and read-only checks compare.
         """
         self.stage_all()
+        return self.staged_tree(exclude_top)
+
+    def staged_tree(self, exclude_top: str = "ledger") -> str:
+        """The work tree id of what is staged now (no scan: the caller has just staged)."""
         return self.tree_without(self.git("write-tree"), exclude_top)
 
     def tree_without(self, tree: str, exclude_top: str = "ledger") -> str:
@@ -405,29 +372,31 @@ class Worktree:
         run_git(["worktree", "remove", "--force", str(path)], self.path, check=False)
         run_git(["worktree", "prune"], self.path, check=False)
 
-    def commit(self, message: str) -> str:
-        """Stage everything and commit as the harness; returns the new commit id."""
-        self.stage_all()
-        run_git(
-            [
-                "-c",
-                f"user.name={HARNESS_NAME}",
-                "-c",
-                f"user.email={HARNESS_EMAIL}",
-                "-c",
-                "commit.gpgSign=false",
-                "commit",
-                "-q",
-                "--no-verify",
-                "--allow-empty",
-                "-m",
-                message,
-            ],
+    def commit(self, message: str, paths: Sequence[str] | None = None) -> str:
+        """Commit as the harness; returns the new commit id.
+
+        With `paths`, only they are staged first: the rest of the commit is what the last
+        scan staged (the tree the caller has just recorded), so a commit costs no scan of
+        the whole tree. Without, everything is staged. The commit is made with
+        `commit-tree` and `update-ref` against the head it was built on, then git's own
+        automatic maintenance runs as after `git commit`."""
+        if paths is None:
+            self.stage_all()
+        else:
+            self.stage_paths(paths)
+        tree = self.git("write-tree")
+        parent = self.head()
+        ident = ["-c", f"user.name={HARNESS_NAME}", "-c", f"user.email={HARNESS_EMAIL}"]
+        made = run_git(
+            [*ident, "commit-tree", "--no-gpg-sign", tree, "-p", parent, "-m", message],
             self.path,
         )
+        commit = made.stdout.decode().strip()
+        run_git(["update-ref", "-m", f"commit: {message}", "HEAD", commit, parent], self.path)
         if needs_ref_fsync(installed_git()):
             self.fsync_branch()
-        return self.head()
+        run_git(["maintenance", "run", "--auto", "--quiet"], self.path)
+        return commit
 
     def fsync_branch(self) -> None:
         """For git without core.fsync: the branch ref this commit moved (or packed-refs), and
@@ -475,10 +444,8 @@ class Worktree:
 
     def guarded_files(self) -> list[Path]:
         """git's own configuration for this worktree: repository, worktree, user."""
-        admin = Path(git_text(["rev-parse", "--absolute-git-dir"], self.path))
-        common = Path(
-            git_text(["rev-parse", "--path-format=absolute", "--git-common-dir"], self.path)
-        )
+        args = ["rev-parse", "--absolute-git-dir", "--path-format=absolute", "--git-common-dir"]
+        admin, common = map(Path, git_text(args, self.path).splitlines())
         home = Path(os.environ.get("HOME", "~")).expanduser()
         xdg = Path(os.environ.get("XDG_CONFIG_HOME") or home / ".config") / "git"
         files = [common / "config", common / "info" / "attributes", admin / "config.worktree"]
@@ -489,12 +456,15 @@ class Worktree:
         return [*files, home / ".gitconfig", xdg / "config", xdg / "attributes"]
 
     def _configured_files(self) -> list[Path]:
-        found = []
-        for key in ("core.excludesFile", "core.attributesFile"):
-            got = run_git(["config", "--path", "--get", key], self.path, check=False)
-            if got.returncode == 0 and got.stdout.strip():
-                found.append(Path(got.stdout.decode("utf-8", "replace").strip()))
-        return found
+        # Every value set for either key (git uses the last; all are guarded), in one call.
+        pattern = r"^core\.(excludesfile|attributesfile)$"
+        args = ["config", "--path", "-z", "--get-regexp", pattern]
+        got = run_git(args, self.path, check=False)
+        if got.returncode != 0:
+            return []
+        entries = got.stdout.decode("utf-8", "replace").split("\0")
+        values = [entry.partition("\n")[2] for entry in entries if entry]
+        return [Path(value) for value in values if value.strip()]
 
     def diff_text(self, base: str, as_text: Sequence[str] = ()) -> str:
         """The staged change since `base`, stable whatever the user's diff config says,

@@ -14,11 +14,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.store.gitenv import CLEAN_ENV, git_reason, named_objects
 from harness.store.gitrepo import (
-    CLEAN_ENV,
     GitError,
-    git_reason,
-    named_objects,
     run_git,
     safe_config,
 )
