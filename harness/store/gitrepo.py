@@ -37,6 +37,8 @@ GIT_LOCATING = (
     "GIT_CONFIG_PARAMETERS",
     "GIT_CONFIG_COUNT",
 )
+# A loose object's file name below its two-digit folder (SHA-1 or SHA-256).
+_OBJECT_NAME = re.compile(r"[0-9a-f]{38}|[0-9a-f]{62}")
 _NEVER_TO_GIT = ("HARNESS_SECRET", "HARNESS_SECRET_FILE", "HARNESS_KEY_PASSPHRASE")
 # A branch HEAD as git writes it, for names of plain characters only (others ask git).
 _PLAIN_HEAD = re.compile(r"ref: (refs/heads/[A-Za-z0-9][A-Za-z0-9._/-]*)")
@@ -343,6 +345,11 @@ class Repo:
                 if len(folder.name) != 2 or not folder.is_dir(follow_symlinks=False):
                     continue
                 for entry in os.scandir(folder.path):
+                    # Only files under an object's name: git writes each object first to
+                    # `tmp_obj_*` in the same folder, empty for a moment, and removing that
+                    # under another process (a second runner in this clone) fails its write.
+                    if not _OBJECT_NAME.fullmatch(entry.name):
+                        continue
                     if entry.is_file(follow_symlinks=False) and entry.stat().st_size == 0:
                         os.unlink(entry.path)
                         dropped.append(folder.name + entry.name)
