@@ -3,6 +3,7 @@ the same run, and print one line per metric: `name ratio=<x> target=<y>`.
 
 Every ratio is (best harness time) / (best floor time), each the minimum of `--reps`
 repetitions taken alternately in this run, so a busy machine slows both sides alike.
+(runners_8x4 is the one exception: 8 runners' wall time over one runner's, same goals.)
 Details (absolute times, sizes, memory) go to stderr; stdout carries only the metric lines.
 The metrics, their floors and the figures measured are in docs/specs/performance.md.
 
@@ -105,6 +106,7 @@ TARGETS = {
     "bigrepo_start": 1.3,
     "status_10000": 5.0,
     "jobs_scaling": 0.34,
+    "runners_8x4": 1.0,
 }
 _T0_MS = calendar.timegm((2026, 11, 29, 8, 0, 0)) * 1000
 
@@ -733,9 +735,9 @@ class Best:
         return min(self.sides[name])
 
 
-def report(name: str, ratio: float, detail: str) -> None:
+def report(name: str, ratio: float, detail: str, figures: str = "") -> None:
     say(f"{name}: {detail}")
-    print(f"{name} ratio={ratio:.2f} target={TARGETS[name]}", flush=True)
+    print(f"{name} ratio={ratio:.2f} target={TARGETS[name]}{figures}", flush=True)
 
 
 @dataclass(frozen=True)
@@ -1005,6 +1007,54 @@ def bench_sandbox(repo: Managed, reps: int) -> None:
     )
 
 
+# ---- runners_8x4 --------------------------------------------------------------------------
+
+TEAM_GOALS, TEAM_CLONES, TEAM_PER_CLONE = 40, 4, 2
+
+
+def team_run(base: Path, keys: Path, clones: int, per_clone: int) -> tuple[float, int]:
+    """The scenario of tests/e2e/test_many_runners.py, timed: `clones` clones of a bare
+    remote with TEAM_GOALS approved goals, `per_clone` `harness run --push origin` runners
+    in each, until no goal moves. Checks that every goal completed and each step ran once;
+    returns the wall time and the number of steps."""
+    from tests.fanout import Team, expected_steps, run_runners
+
+    public = (keys / "owner.pub").read_text().strip()
+    team = Team.create(base, keys / "owner", public, SECRET, TEAM_GOALS, clones, 8)
+    runs = run_runners(team, per_clone)
+    want = expected_steps(team.ids)
+    if runs.failures() or team.remote_completed() != set(team.ids):
+        raise SystemExit(f"bench: the runners failed: {[p.err for p in runs.failures()]}")
+    for step in ("build", "judge"):
+        once = {(g, i): n for (g, s, i), n in want.items() if s == step}
+        if team.counted(step) != once:
+            raise SystemExit(f"bench: a {step} ran other than once: {team.counted(step)}")
+    shutil.rmtree(base, ignore_errors=True)
+    return runs.seconds, want.total()
+
+
+def bench_runners(base: Path, keys: Path, reps: int) -> None:
+    """8 runners in 4 clones against 1 runner in 1 clone, over the same 40 goals (fresh
+    repositories each time). The ratio is the 8-runner wall time over the 1-runner one:
+    at most 1.0 means the team is not slower than one runner."""
+    best = Best.of("one", "team")
+    steps = 0
+    for n in range(max(1, reps // 3)):
+        seconds, steps = team_run(base / f"one-{n}", keys, 1, 1)
+        best.add("one", seconds)
+        seconds, steps = team_run(base / f"team-{n}", keys, TEAM_CLONES, TEAM_PER_CLONE)
+        best.add("team", seconds)
+    report(
+        "runners_8x4",
+        best["team"] / best["one"],
+        f"{TEAM_CLONES * TEAM_PER_CLONE} runners in {TEAM_CLONES} clones "
+        f"{steps / best['team']:.2f} steps/s ({best['team']:.1f} s), 1 runner "
+        f"{steps / best['one']:.2f} steps/s ({best['one']:.1f} s); {TEAM_GOALS} goals, "
+        f"{steps} steps, each run once (best of {len(best.sides['one'])})",
+        f" steps_per_s={steps / best['team']:.2f} one_runner_steps_per_s={steps / best['one']:.2f}",
+    )
+
+
 # ---- main --------------------------------------------------------------------------------
 
 
@@ -1091,6 +1141,8 @@ def main(argv: list[str] | None = None) -> int:
             bench_scale.bench_bigrepo(base, keys, args.reps, only, args.files)
         if "jobs_scaling" in only:
             bench_scale.bench_jobs(base, keys, args.reps)
+        if "runners_8x4" in only:
+            bench_runners(base / "team", keys, args.reps)
     finally:
         if args.keep is None:
             shutil.rmtree(base, ignore_errors=True)

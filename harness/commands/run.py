@@ -136,8 +136,10 @@ def _run(
         )
 
     def advance(goal_id: str) -> Cell:
-        # With --push the branch may have moved on the remote: always take the full path.
-        cell = resting(repo, control, secret, goal_id) if remote is None else None
+        # With --push the branch may have moved on the remote: the resting answer holds
+        # only when the local branch is where the remote's was fetched (nothing to sync).
+        rests = remote is None or remote.in_step(control.branch(goal_id))
+        cell = resting(repo, control, secret, goal_id) if rests else None
         if cell is not None:
             return cell
         from harness.loop.advance import advance_goal

@@ -25,6 +25,8 @@ from harness.store.fsutil import fsync_dir
 from harness.store.gitenv import CLEAN_ENV, git_reason, git_timeout_s
 from harness.store.gitversion import fsync_config, installed_version, needs_ref_fsync
 
+# A loose object's file name below its two-digit folder (SHA-1 or SHA-256).
+_OBJECT_NAME = re.compile(r"[0-9a-f]{38}|[0-9a-f]{62}")
 # A branch HEAD as git writes it, for names of plain characters only (others ask git).
 _PLAIN_HEAD = re.compile(r"ref: (refs/heads/[A-Za-z0-9][A-Za-z0-9._/-]*)")
 _SAFE_BASE = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false")
@@ -278,6 +280,11 @@ class Repo:
                 if len(folder.name) != 2 or not folder.is_dir(follow_symlinks=False):
                     continue
                 for entry in os.scandir(folder.path):
+                    # Only files under an object's name: git writes each object first to
+                    # `tmp_obj_*` in the same folder, empty for a moment, and removing that
+                    # under another process (a second runner in this clone) fails its write.
+                    if not _OBJECT_NAME.fullmatch(entry.name):
+                        continue
                     if entry.is_file(follow_symlinks=False) and entry.stat().st_size == 0:
                         os.unlink(entry.path)
                         dropped.append(folder.name + entry.name)

@@ -96,6 +96,17 @@ class Remote:
         cut = len(f"refs/remotes/{self.name}/")
         return {ref[cut:]: sha for ref, _, sha in (x.partition(" ") for x in out.splitlines())}
 
+    def in_step(self, branch: str) -> bool:
+        """Whether the local goal branch is exactly where the remote's was last fetched
+        (and did not go back): the sync would change nothing, so a finished or waiting goal
+        may be answered for without loading it, as without `--push` (loop.md, step 1)."""
+        if branch in self.rewound:
+            return False
+        refs = [f"refs/heads/{branch}", self.tracking(branch)]
+        proc = run_git(["rev-parse", *refs], self.repo.root, check=False)  # refs/…: no option
+        heads = proc.stdout.decode().split()
+        return proc.returncode == 0 and len(heads) == 2 and heads[0] == heads[1]
+
     def fetch_branch(self, branch: str) -> str | None:
         spec = f"+refs/heads/{branch}:{self.tracking(branch)}"
         proc = run_git(["fetch", "-q", self.name, spec], self.repo.root, check=False)

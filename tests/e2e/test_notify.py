@@ -65,7 +65,8 @@ def test_one_notification_per_transition(
         == f"goal-harness: g1 is parked_at_eyes at gate ship ({repo.root.name})"
     )
     repo.harness("run", check=0)  # still parked: nothing new to tell
-    # With --push every goal takes the full path (no resting shortcut): still nothing new.
+    # With --push, the goal branch in step with the remote's as fetched (the resting
+    # shortcut, remote.md): still nothing new.
     bare = tmp_path / "remote.git"
     subprocess.run(["git", "clone", "-q", "--bare", str(repo.root), str(bare)], check=True)
     subprocess.run(["git", "remote", "add", "origin", str(bare)], cwd=repo.root, check=True)

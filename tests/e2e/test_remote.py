@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -159,3 +160,33 @@ def test_a_remote_rolled_back_is_refused_in_every_clone(
     assert git(first.root, "rev-parse", "harness/g1") == head[0]
     remote_now = ["git", "--git-dir", str(bare), "rev-parse", "harness/g1"]
     assert subprocess.run(remote_now, capture_output=True, text=True).stdout.strip() == head[1]
+
+
+def test_a_finished_goal_in_step_with_the_remote_is_not_loaded_again(
+    managed: ManagedFactory, tmp_path: Path
+) -> None:
+    """With --push a goal whose local branch is where the remote's was fetched takes the
+    resting shortcut: no sync, no load. Its git calls are counted through a wrapper."""
+    seed = managed(mode="fix-on-1")
+    bare = tmp_path / "remote.git"
+    subprocess.run(["git", "clone", "-q", "--bare", str(seed.root), str(bare)], check=True)
+    runner = clone(seed, bare, tmp_path / "runner")
+    runner.harness("run", "--push", "origin", check=0)
+    assert remote_cell_status(bare) == "completed"
+    wrapper, log = tmp_path / "bin", tmp_path / "git.log"
+    wrapper.mkdir()
+    real = shutil.which("git")
+    (wrapper / "git").write_text(f'#!/bin/sh\necho "$*" >> "{log}"\nexec "{real}" "$@"\n')
+    (wrapper / "git").chmod(0o755)
+    env = {**runner.env, "PATH": f"{wrapper}:{runner.env['PATH']}"}
+    proc = runner.harness("run", "--push", "origin", env=env, check=0)
+    assert proc.stdout == ""
+    calls = log.read_text().splitlines()
+    assert not [c for c in calls if "ls-tree" in c or "reset" in c or "worktree" in c], calls
+    # Behind the remote (another runner moved it), the goal takes the full path again.
+    log.unlink()
+    git(runner.root, "update-ref", "refs/heads/harness/g1", "harness/g1~1")
+    runner.harness("run", "--push", "origin", env=env, check=0)
+    assert git(runner.root, "rev-parse", "harness/g1") == git(bare, "rev-parse", "harness/g1")
+    assert [c for c in log.read_text().splitlines() if "reset" in c]
+    assert seed.count("build") == ["1"]

@@ -298,3 +298,17 @@ def test_without_core_fsync_the_harness_fsyncs_objects_and_the_ref(
     fd = opened[-1].rsplit("=", 1)[1].strip()
     assert any(f"fsync({fd})" in line for line in own), text
     assert git(repo, "log", "-1", "--format=%s") == "durable"
+
+
+def test_only_empty_files_under_an_object_name_are_dropped(repo: Path) -> None:
+    """A power cut's empty object goes; git's own temporary file, empty while another
+    process (a second runner in the same clone) writes an object, is left alone: removing
+    it made that process's `git add` fail (found by tests/e2e/test_many_runners.py)."""
+    folder = repo / ".git" / "objects" / "ab"
+    folder.mkdir(exist_ok=True)
+    cut = folder / ("c" * 38)
+    cut.write_bytes(b"")
+    writing = folder / "tmp_obj_Xy12Zq"  # git's create_tmpfile() names it so
+    writing.write_bytes(b"")
+    assert Repo.discover(repo).drop_empty_objects() == ["ab" + "c" * 38]
+    assert not cut.exists() and writing.exists()
