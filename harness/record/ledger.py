@@ -274,13 +274,7 @@ class Ledger:
         ):
             raise LedgerBroken(path, line_no, "not a ledger line")
         body = line[len(_HEAD) : -_TRAILER]
-        mac = line[-_TRAILER + len(_MAC_OPEN) : -len(_TAIL)]
-        if not hmac.compare_digest(_mac(self._mac_base, body).encode(), mac):
-            raise LedgerBroken(
-                path,
-                line_no,
-                "MAC does not match: the event was edited or forged, or the secret is wrong",
-            )
+        self._check_mac(body, line[-_TRAILER + len(_MAC_OPEN) : -len(_TAIL)], path, line_no)
         event = self._parse(body, path, line_no)
         if event.seq != prev.seq + 1:
             raise LedgerBroken(
@@ -297,6 +291,14 @@ class Ledger:
                 event.seq,
             )
         return Record(event, hashlib.sha256(line).hexdigest(), path.name, line_no, end)
+
+    def _check_mac(self, body: bytes, mac: bytes, path: Path, line_no: int) -> None:
+        if not hmac.compare_digest(_mac(self._mac_base, body).encode(), mac):
+            raise LedgerBroken(
+                path,
+                line_no,
+                "MAC does not match: the event was edited or forged, or the secret is wrong",
+            )
 
     def _parse(self, body: bytes, path: Path, line_no: int) -> Event:
         try:
