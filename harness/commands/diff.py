@@ -8,14 +8,14 @@ counts and the patch, for tools. The commits come from the verified ledger (reco
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, TextIO
 
-from harness.commands.session import open_session
+from harness.commands.remote_goal import goal_ref, open_reading, reading_ledger
 from harness.errors import InvalidInput
 from harness.record.changes import Changes, goal_changes
-from harness.record.ledger import Ledger
 from harness.record.locate import locate
 from harness.store.gitenv import git_reason
 from harness.store.gitrepo import Repo, run_git
@@ -32,14 +32,15 @@ def diff(
     as_json: bool,
     env: Mapping[str, str],
     out: BinaryIO,
+    err: TextIO = sys.stderr,
 ) -> int:
-    with (
-        open_session(cwd, env, [goal_id]) as s,
-        locate(s.repo, goal_id, s.control.branch(goal_id)) as found,
-    ):
-        ledger = Ledger(found.paths.events, goal_id, s.secret.goal_key(goal_id))
-        changes = goal_changes(ledger.records(), goal_id)
-        head = s.repo.rev_parse(f"refs/heads/{s.control.branch(goal_id)}")
+    with open_reading(cwd, env, [goal_id]) as s:
+        remote_ref = goal_ref(s.repo, s.control, goal_id)
+        with locate(s.repo, goal_id, s.control.branch(goal_id), remote_ref) as found:
+            ledger = reading_ledger(found.paths.events, goal_id, s.secret, err)
+            changes = goal_changes(ledger.records(), goal_id)
+        branch_head = s.repo.rev_parse(f"refs/heads/{s.control.branch(goal_id)}")
+        head = branch_head or (s.repo.rev_parse(remote_ref) if remote_ref else None)
         old, new = commits(changes, goal_id, iteration, head)
         repo = s.repo
         _have(repo, goal_id, old, new)

@@ -8,17 +8,49 @@ fetched from that remote first. See docs/specs/remote.md, "Acting from any clone
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import TextIO
+from typing import TextIO, cast
 
+from harness.commands.session import Session, open_session
 from harness.errors import InvalidInput
 from harness.loop.control import Control
-from harness.record.unverified import UNVERIFIED
+from harness.record.ledger import Ledger
+from harness.record.unverified import UNVERIFIED, UnverifiedLedger
 from harness.store.gitrepo import Repo, run_git
-from harness.trust.secret import ENV_SECRET, ENV_SECRET_FILE, default_secret_file
+from harness.trust.secret import ENV_SECRET, ENV_SECRET_FILE, Secret, default_secret_file
 
-__all__ = ["UNVERIFIED", "goal_ref", "remote_goal_branches", "secret_here"]
+__all__ = [
+    "UNVERIFIED",
+    "goal_ref",
+    "open_reading",
+    "reading_ledger",
+    "remote_goal_branches",
+    "secret_here",
+]
+
+
+def open_reading(
+    cwd: Path, env: Mapping[str, str], goal_ids: Sequence[str]
+) -> AbstractContextManager[Session[Secret | None]]:
+    """The session of a command that only reads records: with the secret when this machine
+    has one (a wrong one is still exit 3), else without (then `secret` is None)."""
+    if secret_here(env):
+        # Session is invariant in its secret's type; one that has the secret is a reader too.
+        return cast(
+            "AbstractContextManager[Session[Secret | None]]", open_session(cwd, env, goal_ids)
+        )
+    return open_session(cwd, env, goal_ids, need_secret=False)
+
+
+def reading_ledger(events: Path, goal_id: str, secret: Secret | None, err: TextIO) -> Ledger:
+    """The goal's ledger, MACs checked with the secret; without one, read unverified and
+    marked so on `err` (stdout stays exactly what the command prints)."""
+    if secret is None:
+        err.write(f"harness: {goal_id}: unverified: {UNVERIFIED}\n")
+        return UnverifiedLedger(events, goal_id)
+    return Ledger(events, goal_id, secret.goal_key(goal_id))
 
 
 def secret_here(env: Mapping[str, str]) -> bool:

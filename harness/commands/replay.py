@@ -7,13 +7,11 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import BinaryIO, TextIO
 
-from harness.commands.remote_goal import UNVERIFIED, goal_ref, secret_here
-from harness.commands.session import open_session
+from harness.commands.remote_goal import UNVERIFIED, goal_ref, open_reading, reading_ledger
 from harness.errors import InvalidInput
 from harness.record.ledger import Ledger
 from harness.record.locate import locate
 from harness.record.render import replay_chunks
-from harness.record.unverified import UnverifiedLedger
 from harness.store.fsutil import atomic_write
 
 FORMATS = ("text", "md", "json", "html")
@@ -30,22 +28,11 @@ def replay(
 ) -> int:
     if fmt not in FORMATS:
         raise InvalidInput(f"--format: {fmt!r} (expected one of {', '.join(FORMATS)})")
-    unverified = not secret_here(env)
-    session = (
-        open_session(cwd, env, [goal_id], need_secret=False)
-        if unverified
-        else open_session(cwd, env, [goal_id])
-    )
-    with session as s:
+    with open_reading(cwd, env, [goal_id]) as s:
         remote_ref = goal_ref(s.repo, s.control, goal_id)
         with locate(s.repo, goal_id, s.control.branch(goal_id), remote_ref) as found:
-            if s.secret is None or unverified:
-                # Marked on stderr: stdout stays exactly the record's rendering.
-                err.write(f"harness: {goal_id}: unverified: {UNVERIFIED}\n")
-                ledger: Ledger = UnverifiedLedger(found.paths.events, goal_id)
-            else:
-                ledger = Ledger(found.paths.events, goal_id, s.secret.goal_key(goal_id))
-            _write(ledger, goal_id, fmt, out_file, out, unverified)
+            ledger = reading_ledger(found.paths.events, goal_id, s.secret, err)
+            _write(ledger, goal_id, fmt, out_file, out, s.secret is None)
     return 0
 
 

@@ -172,6 +172,9 @@ def test_a_fresh_clone_without_the_secret_reads_and_decides(
     replayed = laptop.harness("replay", "g1", check=0)
     assert replayed.stdout == runner.harness("replay", "g1", check=0).stdout
     assert replayed.stderr == "harness: g1: unverified: no secret here: not checked\n"
+    diffed = laptop.harness("diff", "g1", check=0)  # the change the owner is asked to sign
+    assert diffed.stdout == runner.harness("diff", "g1", check=0).stdout != ""
+    assert diffed.stderr == replayed.stderr
     out = laptop.harness("ship", "g1", "--key", str(laptop.key.private), check=0).stdout
     assert "signed `ship` for g1" in out and "no secret here: not checked" in out
     assert "next: commit goals/g1.approval" in out
