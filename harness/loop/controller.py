@@ -113,6 +113,7 @@ class GoalRunner(Crossing):
                 "steps": goal_steps(self.goal),
                 "limits": budget_limits(self.goal),
                 "no_progress_passes": self.goal.halt.no_progress_passes,
+                "stale_after_s": self.goal.halt.stale_after_s,
                 "control_commit": self.ctx.control.commit,
                 "sandbox": self.sandbox.containment,
                 "objective": fit_text(self.goal.objective, 4000),

@@ -88,6 +88,7 @@ class GoalStarted(TypedDict):
     steps: list[StepName]
     limits: dict[str, float]
     no_progress_passes: int
+    stale_after_s: NotRequired[int]  # halt.stale_after; absent before staleness was kept
     control_commit: str
     command_classes: NotRequired[list[str]]
     command_detail: NotRequired[str | None]

@@ -47,7 +47,7 @@ def apply(cell: Cell, event: Event, position: Position) -> Cell:
     # The ledger keeps any type it reads; one this version does not know gets no handler.
     handler = FOLD.get(cast(EventType, event.type))
     updated = handler(cell, event) if handler else cell
-    return replace(updated, position=position)
+    return replace(updated, position=position, advanced_at=event.ts)
 
 
 def fold(goal_id: str, events: Iterable[tuple[Event, Position]], start: Cell | None = None) -> Cell:
@@ -73,6 +73,7 @@ def _on_started(cell: Cell, event: Event) -> Cell:
         steps=steps,
         limit=_limits(data),
         no_progress_passes=data["no_progress_passes"],
+        stale_after_s=data.get("stale_after_s"),
         goal_sha256=data["goal_sha256"],
         owners_sha256=data["owners_sha256"],
         owners_commit=data["control_commit"],
@@ -91,6 +92,7 @@ def _on_revised(cell: Cell, event: Event) -> Cell:
         steps=tuple(data["steps"]),
         limit=_limits(data),
         no_progress_passes=data["no_progress_passes"],
+        stale_after_s=data.get("stale_after_s"),
         goal_sha256=data["goal_sha256"],
         owners_sha256=data["owners_sha256"],
         owners_commit=data["control_commit"],
