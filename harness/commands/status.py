@@ -145,6 +145,7 @@ def _row(
         "waiting_for_approval": waits,
         "verified": key is not None,
         "owners_changed": moved,
+        "warned": list(cell.warned),
         "advanced_at": cell.advanced_at,
         "stale_after_s": _stale_after(cell),
         "stale": not (waits or moved) and _stale(cell, SystemClock().now()),
@@ -221,6 +222,10 @@ def _line(row: Mapping[str, Any]) -> str:
     if row["gate"] == "ship_failed" and row.get("gate_detail"):
         # What a failed ship printed, on the same line: the owner fixes it and ships again.
         line += " " + " | ".join(row["gate_detail"].split("\n")[-3:])
+    warned = row.get("warned")
+    if warned:
+        more = f", +{len(warned) - 1} more" if len(warned) > 1 else ""
+        line += f" warned={len(warned)} ({warned[0]}{more}; enforce: warn, not a gate)"
     if row.get("stale"):
         line += (
             f" stale (nothing advanced it since {row['advanced_at']}, longer than "

@@ -126,15 +126,20 @@ class GoalRunner(Crossing):
         """A declared step command that itself deploys, drops or pushes parks the goal first.
         The ship command is left out: it already needs a signed decision."""
         from harness.trust.destructive.classify import classify_command
-        from harness.trust.destructive.hits import classes_of
+        from harness.trust.destructive.hits import classes_of, split_enforced
         from harness.trust.destructive.summary import summarize
 
         extra = self.ctx.control.config.destructive
         specs = (self.goal.plan, self.goal.build, self.goal.judge, self.goal.review)
-        hits = [h for spec in specs if spec for h in classify_command(spec.run, extra)]
+        found = [h for spec in specs if spec for h in classify_command(spec.run, extra)]
+        hits, warned = split_enforced(found, extra)
+        noted = {"command_warned": [h.describe() for h in warned[:50]]} if warned else {}
         if not hits:
-            return {}
-        return {"command_classes": list(classes_of(hits)), "command_detail": summarize(hits)}
+            return noted
+        return noted | {
+            "command_classes": list(classes_of(hits)),
+            "command_detail": summarize(hits),
+        }
 
     # ---- the loop -----------------------------------------------------------------------
 

@@ -124,6 +124,7 @@ class Cell:
     # The goal's halt.stale_after in seconds (None: recorded before it was kept) and the
     # time of the last event, which is what last advanced the goal (`status` says stale).
     stale_after_s: int | None = None
+    warned: tuple[str, ...] = ()  # the last build's hits of `enforce: warn` rules
     advanced_at: str | None = None
     # The work tree id (the tree without ledger/) the harness committed with this cell:
     # evidence of the checkpoint, not a fold of the ledger (what ships must equal it).
@@ -245,6 +246,7 @@ _TUPLES = (
     "approved_classes",
     "sessions",
     "lessons_given",
+    "warned",
 )
 
 
@@ -261,6 +263,7 @@ _OPTIONAL: dict[str, Any] = {
     "tree": None,
     "stale_after_s": None,
     "advanced_at": None,
+    "warned": [],
 }
 
 

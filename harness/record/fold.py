@@ -172,7 +172,12 @@ def _on_step_finished(cell: Cell, event: Event) -> Cell:
         found = tuple(data.get("destructive_classes", ()))
         detail = data.get("destructive_detail")
         cell = _remember_session(cell, data)
-        cell = replace(cell, destructive=found, destructive_detail=detail)
+        cell = replace(
+            cell,
+            destructive=found,
+            destructive_detail=detail,
+            warned=tuple(data.get("warned", ())),
+        )
         if data.get("result") == "unavailable":
             return _unavailable(cell, event)
         return replace(
