@@ -238,6 +238,8 @@ class GoalRunner(Crossing):
             passed = result.exit_code == 0 and not result.timed_out
             output = {"output_tail": fit_text(result.output_tail, 4000)}
             data = {"exit_code": result.exit_code, "passed": passed} | output
+            if not passed and lesson.check_enforce == "warn":
+                data["warned"] = True  # recorded and shown, never blocks the done gate
             self.emit("lesson.checked", None, self.cell.iteration, lesson.as_ref() | data)
         changed = watch.changed_paths() if watch and not tampered else []
         if tampered or changed:
@@ -246,7 +248,8 @@ class GoalRunner(Crossing):
             what = what or "is read-only but changed: " + ", ".join(changed[:20])
             self.gate("needs_attention", reason, f"the lesson check of {names} {what}")
             return None
-        return [(x, r) for x, r in results if r.exit_code != 0 or r.timed_out]
+        blocking = [(x, r) for x, r in results if x.check_enforce != "warn"]
+        return [(x, r) for x, r in blocking if r.exit_code != 0 or r.timed_out]
 
     def done_gate(self) -> None:
         missing = [f for f in self.goal.expect_files if not (self.wt.path / f).exists()]

@@ -113,6 +113,7 @@ class LessonChecked(TypedDict):
     exit_code: int
     passed: bool
     output_tail: str | None
+    warned: NotRequired[bool]  # failed, and the lesson's check says enforce: warn
 
 
 class StepInterrupted(TypedDict):

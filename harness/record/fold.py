@@ -303,6 +303,12 @@ def _on_owners_rotated(cell: Cell, event: Event) -> Cell:
     return cell
 
 
+def _on_lesson_checked(cell: Cell, event: Event) -> Cell:
+    if not event.data.get("warned"):
+        return cell
+    return replace(cell, warned=(*cell.warned, f"lesson:{event.data['name']} check failed"))
+
+
 def _unchanged(cell: Cell, event: Event) -> Cell:
     """Events that record what happened without changing what happens next."""
     return cell
@@ -313,7 +319,7 @@ FOLD: dict[EventType, Callable[[Cell, Event], Cell]] = {
     "goal.started": _on_started,
     "goal.revised": _on_revised,
     "step.started": _on_step_started,
-    "lesson.checked": _unchanged,
+    "lesson.checked": _on_lesson_checked,
     "step.interrupted": _unchanged,
     "step.cutoff": _on_step_cutoff,
     "step.finished": _on_step_finished,

@@ -89,6 +89,8 @@ def _uncontained(data: Mapping[str, Any]) -> str:
 def _lesson_checked(event: Event) -> str:
     data = event.data
     verdict = "passed" if data["passed"] else "failed"
+    if data.get("warned"):
+        verdict += " (warned: enforce: warn, not a gate)"
     return f"lesson {data['name']} check {verdict} exit={data['exit_code']}"
 
 

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
+import sys
 
 import pytest
 
-from tests.managed import ManagedFactory, ManagedRepo
+from tests.managed import ManagedFactory, ManagedRepo, base_goal
 
 
 def _config(enforce: str | None) -> dict[str, str]:
@@ -58,3 +59,37 @@ def test_a_built_in_class_set_to_warn_is_invalid_config(managed: ManagedFactory)
         "classes always block; warn only on a rule's own paths or lines)"
     ) in checked.stdout + checked.stderr
     assert "Traceback" not in checked.stderr
+
+
+def _failing_lesson(enforce: str | None) -> dict[str, str]:
+    """A lesson every build of the base goal is given, whose check always fails."""
+    extra = f"  enforce: {enforce}\n" if enforce else ""
+    run = json.dumps([sys.executable, "-c", "raise SystemExit(1)"])
+    text = (
+        "version: 1\nwhen:\n  keywords: [value]\ntext: |\n  Keep the value right.\n"
+        f"check:\n  run: {run}\n{extra}"
+    )
+    return {"lessons/strict.yaml": text}
+
+
+def test_a_lesson_check_with_warn_records_a_warning_and_completes(
+    managed: ManagedFactory,
+) -> None:
+    repo = managed(mode="fix-on-1", files=_failing_lesson("warn"))
+    ran = repo.harness("run", check=0)
+    (checked,) = _events(repo, "lesson.checked")
+    assert checked["data"]["warned"] is True and checked["data"]["passed"] is False  # type: ignore[index]
+    assert "lesson strict check failed (warned: enforce: warn, not a gate)" in ran.stdout
+    assert _events(repo, "done.blocked") == []
+    row = repo.status()
+    assert (row["status"], row["warned"]) == ("completed", ["lesson:strict check failed"])
+    assert repo.harness("verify", "g1", check=0).stdout.startswith("ok g1: ")
+
+
+def test_the_same_lesson_check_blocking_blocks_the_done_gate(managed: ManagedFactory) -> None:
+    goal = base_goal() | {"budget": {"max_iterations": 1}}
+    repo = managed(mode="fix-on-1", goal=goal, files=_failing_lesson("block"))
+    repo.harness("run", check=0)
+    (blocked, *_) = _events(repo, "done.blocked")
+    assert blocked["data"]["lessons_failed"] == ["strict"]  # type: ignore[index]
+    assert repo.status()["status"] != "completed"
