@@ -7,6 +7,7 @@ import json
 import sys
 from collections.abc import Mapping
 from dataclasses import asdict
+from datetime import datetime
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -16,6 +17,7 @@ from harness.errors import HarnessError
 from harness.loop.clock import SystemClock
 from harness.loop.control import Control
 from harness.loop.sandbox import notice
+from harness.model.limits import DEFAULT_STALE_AFTER_S
 from harness.record.cell import Cell, Unavailable, parse_cell, peek_cell
 from harness.record.events import TERMINAL, WAITING
 from harness.record.render import unavailable_text
@@ -29,6 +31,7 @@ from harness.trust.secret import Secret
 
 PARKED_EXIT = 10
 ATTENTION_EXIT = 11
+STALE_EXIT = 12
 BUDGET_KEYS = ("iterations", "seconds", "cost_usd", "turns", "passes")
 # Gates that follow a step's own result: the cell's next step (judge after a tampering
 # build) is where the goal would resume, not where it stopped (docs/specs/cli.md).
@@ -124,6 +127,7 @@ def _row(
     # Pinned to the owners file it started under: until a pinned owner signs the change, no
     # decision applies and no step runs, whatever gate the cell shows (issue 18).
     moved = cell.status not in TERMINAL and control.owners_moved(cell)
+    waits = _waits_for_approval(control, goal_id, cell)
     return {
         "id": goal_id,
         "status": shown,
@@ -138,10 +142,31 @@ def _row(
         "head": heads.get(branch),
         "unavailable": asdict(cell.unavailable) if cell.unavailable else None,
         "elsewhere": elsewhere,
-        "waiting_for_approval": _waits_for_approval(control, goal_id, cell),
+        "waiting_for_approval": waits,
         "verified": key is not None,
         "owners_changed": moved,
+        "warned": list(cell.warned),
+        "advanced_at": cell.advanced_at,
+        "stale_after_s": _stale_after(cell),
+        "stale": not (waits or moved) and _stale(cell, SystemClock().now()),
     }
+
+
+def _stale_after(cell: Cell) -> int:
+    return cell.stale_after_s if cell.stale_after_s is not None else DEFAULT_STALE_AFTER_S
+
+
+def _stale(cell: Cell, now: str) -> bool:
+    """Not finished, not waiting for a human, and nothing advanced it (no event) for
+    longer than halt.stale_after: the runner that should move it has stopped (cli.md)."""
+    if cell.status in TERMINAL or cell.status in WAITING or cell.advanced_at is None:
+        return False
+    try:
+        since = datetime.fromisoformat(cell.advanced_at.replace("Z", "+00:00"))
+        current = datetime.fromisoformat(now.replace("Z", "+00:00"))
+    except ValueError:
+        return False  # not a time this harness wrote: nothing to measure from
+    return (current - since).total_seconds() > _stale_after(cell)
 
 
 def _elsewhere(repo: Repo, cell: Cell) -> dict[str, str] | None:
@@ -197,6 +222,15 @@ def _line(row: Mapping[str, Any]) -> str:
     if row["gate"] == "ship_failed" and row.get("gate_detail"):
         # What a failed ship printed, on the same line: the owner fixes it and ships again.
         line += " " + " | ".join(row["gate_detail"].split("\n")[-3:])
+    warned = row.get("warned")
+    if warned:
+        more = f", +{len(warned) - 1} more" if len(warned) > 1 else ""
+        line += f" warned={len(warned)} ({warned[0]}{more}; enforce: warn, not a gate)"
+    if row.get("stale"):
+        line += (
+            f" stale (nothing advanced it since {row['advanced_at']}, longer than "
+            f"halt.stale_after {_num(row['stale_after_s'])}s: is its runner still scheduled?)"
+        )
     if row.get("waiting_for_approval"):
         line += f" waiting for approval (run `harness approve {row['id']} --key KEY`)"
     if row.get("verified") is False:
@@ -222,4 +256,6 @@ def _check_code(rows: list[dict[str, Any]]) -> int:
         return PARKED_EXIT
     if "needs_attention" in statuses or any(row.get("owners_changed") for row in rows):
         return ATTENTION_EXIT
+    if any(row.get("stale") for row in rows):
+        return STALE_EXIT
     return 0

@@ -113,6 +113,7 @@ class GoalRunner(Crossing):
                 "steps": goal_steps(self.goal),
                 "limits": budget_limits(self.goal),
                 "no_progress_passes": self.goal.halt.no_progress_passes,
+                "stale_after_s": self.goal.halt.stale_after_s,
                 "control_commit": self.ctx.control.commit,
                 "sandbox": self.sandbox.containment,
                 "objective": fit_text(self.goal.objective, 4000),
@@ -125,15 +126,20 @@ class GoalRunner(Crossing):
         """A declared step command that itself deploys, drops or pushes parks the goal first.
         The ship command is left out: it already needs a signed decision."""
         from harness.trust.destructive.classify import classify_command
-        from harness.trust.destructive.hits import classes_of
+        from harness.trust.destructive.hits import classes_of, split_enforced
         from harness.trust.destructive.summary import summarize
 
         extra = self.ctx.control.config.destructive
         specs = (self.goal.plan, self.goal.build, self.goal.judge, self.goal.review)
-        hits = [h for spec in specs if spec for h in classify_command(spec.run, extra)]
+        found = [h for spec in specs if spec for h in classify_command(spec.run, extra)]
+        hits, warned = split_enforced(found, extra)
+        noted = {"command_warned": [h.describe() for h in warned[:50]]} if warned else {}
         if not hits:
-            return {}
-        return {"command_classes": list(classes_of(hits)), "command_detail": summarize(hits)}
+            return noted
+        return noted | {
+            "command_classes": list(classes_of(hits)),
+            "command_detail": summarize(hits),
+        }
 
     # ---- the loop -----------------------------------------------------------------------
 
@@ -232,6 +238,8 @@ class GoalRunner(Crossing):
             passed = result.exit_code == 0 and not result.timed_out
             output = {"output_tail": fit_text(result.output_tail, 4000)}
             data = {"exit_code": result.exit_code, "passed": passed} | output
+            if not passed and lesson.check_enforce == "warn":
+                data["warned"] = True  # recorded and shown, never blocks the done gate
             self.emit("lesson.checked", None, self.cell.iteration, lesson.as_ref() | data)
         changed = watch.changed_paths() if watch and not tampered else []
         if tampered or changed:
@@ -240,7 +248,8 @@ class GoalRunner(Crossing):
             what = what or "is read-only but changed: " + ", ".join(changed[:20])
             self.gate("needs_attention", reason, f"the lesson check of {names} {what}")
             return None
-        return [(x, r) for x, r in results if r.exit_code != 0 or r.timed_out]
+        blocking = [(x, r) for x, r in results if x.check_enforce != "warn"]
+        return [(x, r) for x, r in blocking if r.exit_code != 0 or r.timed_out]
 
     def done_gate(self) -> None:
         missing = [f for f in self.goal.expect_files if not (self.wt.path / f).exists()]

@@ -28,6 +28,7 @@ from harness.record.ledger import Event
 from harness.store.gitrepo import Worktree, run_git
 
 MAX_LISTED_PATHS = 200
+MAX_WARNED = 50  # warned hits kept per build: evidence for the owners, bounded
 SHIP_TAIL_LINES = 20  # of the ship step's output, in the ship_failed gate's detail
 
 
@@ -186,15 +187,18 @@ class Finisher(Recorder):
         """What in this build's change falls in a destructive class (parks until unparked)."""
         from harness.trust.destructive.classify import classify_changes
         from harness.trust.destructive.diff import parse_diff
-        from harness.trust.destructive.hits import classes_of
+        from harness.trust.destructive.hits import classes_of, split_enforced
         from harness.trust.destructive.summary import summarize
         from harness.trust.destructive.textlike import staged_diff, unseen_changes
 
+        extra = self.ctx.control.config.destructive
         changes = parse_diff(staged_diff(self.wt, base)) + unseen_changes(self.wt, unseen)
-        hits = classify_changes(changes, self.ctx.control.config.destructive)
+        hits, warned = split_enforced(classify_changes(changes, extra), extra)
+        # Hits of `enforce: warn` rules are evidence kept for the owners, never a gate.
+        noted = {"warned": [fit_text(h.describe(), 300) for h in warned[:MAX_WARNED]]}
         if not hits:
-            return {}
-        return {
+            return noted if warned else {}
+        return (noted if warned else {}) | {
             "destructive_classes": list(classes_of(hits)),
             "destructive_detail": fit_text(summarize(hits), 4000),
             "destructive": [fit_text(h.describe(), 300) for h in hits[: MAX_LISTED_PATHS // 4]],

@@ -86,6 +86,7 @@ class Lesson:
     check_timeout_s: int  # DEFAULT_CHECK_TIMEOUT_S when there is no check
     sha256: str  # hex SHA-256 of the exact file bytes, recorded in the ledger
     source: str  # "lessons/<name>.yaml"
+    check_enforce: str = "block"  # "warn": a failed check is recorded, not a done-gate block
 
     def matches(self, objective: str, failing_test: str | None) -> bool:
         """Whether any keyword or pattern occurs in the objective or the failing test."""
@@ -269,6 +270,7 @@ def _lesson_from(raw: Mapping[str, Any], data: bytes, source: str, name: str) ->
         check_timeout_s=timeout_s,
         sha256=hashlib.sha256(data).hexdigest(),
         source=source,
+        check_enforce=(raw.get("check") or {}).get("enforce", "block"),
     )
 
 

@@ -56,6 +56,7 @@ class DestructiveRule:
     cls: str
     paths: tuple[str, ...]
     lines: tuple[str, ...]
+    enforce: str = "block"  # "warn": a hit is recorded as warned and does not park
 
 
 @dataclass(frozen=True)
@@ -332,12 +333,19 @@ def _scrub_env(names: list[str], source: str) -> tuple[str, ...]:
 def _rule(raw: Mapping[str, Any], source: str, key: str) -> DestructiveRule:
     paths = tuple(raw.get("paths", []))
     lines = tuple(raw.get("lines", []))
+    enforce = raw.get("enforce", "block")
+    if enforce == "warn" and not paths and not lines:
+        problem = (
+            f"'warn' with neither paths nor lines would make the built-in class {raw['class']} warn"
+        )
+        expected = "block: the eight built-in classes always block; warn only on a rule's own paths or lines"
+        raise invalid(source, f"{key}.enforce", problem, expected)
     if not paths and not lines:
         problem = "rule has neither paths nor lines"
         raise invalid(source, key, problem, "at least one path glob or line regex")
     for index, pattern in enumerate(lines):
         _check_regex(pattern, source, f"{key}.lines[{index}]")
-    return DestructiveRule(cls=raw["class"], paths=paths, lines=lines)
+    return DestructiveRule(cls=raw["class"], paths=paths, lines=lines, enforce=enforce)
 
 
 def _check_regex(pattern: str, source: str, key: str) -> None:

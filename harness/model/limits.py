@@ -52,6 +52,9 @@ class Budget:
 
 DEFAULT_UNAVAILABLE_TRIES = 3
 DEFAULT_UNAVAILABLE_BACKOFF_S = 300
+# A goal nothing has advanced for this long (not finished, not waiting for a human) is
+# `stale` in `status`: a dead cron line or a broken CI schedule (docs/specs/cli.md).
+DEFAULT_STALE_AFTER_S = 24 * 3600
 
 
 @dataclass(frozen=True)
@@ -62,6 +65,7 @@ class Halt:
     # (doubling each time); after this many failed tries in a row the goal stops.
     unavailable_tries: int = DEFAULT_UNAVAILABLE_TRIES
     unavailable_backoff_s: int = DEFAULT_UNAVAILABLE_BACKOFF_S
+    stale_after_s: int = DEFAULT_STALE_AFTER_S
 
     def __post_init__(self) -> None:
         for name in (
@@ -69,6 +73,7 @@ class Halt:
             "max_passes",
             "unavailable_tries",
             "unavailable_backoff_s",
+            "stale_after_s",
         ):
             _require_positive_int(name, getattr(self, name))
 
@@ -145,9 +150,13 @@ def halt_from(raw: Mapping[str, Any], default: Halt, source: str, key: str) -> H
     backoff = default.unavailable_backoff_s
     if "unavailable_backoff" in raw:
         backoff = parse_duration(raw["unavailable_backoff"], source, f"{key}.unavailable_backoff")
+    stale_after = default.stale_after_s
+    if "stale_after" in raw:
+        stale_after = parse_duration(raw["stale_after"], source, f"{key}.stale_after")
     return Halt(
         no_progress_passes=raw.get("no_progress_passes", default.no_progress_passes),
         max_passes=raw.get("max_passes", default.max_passes),
         unavailable_tries=raw.get("unavailable_tries", default.unavailable_tries),
         unavailable_backoff_s=backoff,
+        stale_after_s=stale_after,
     )

@@ -121,6 +121,11 @@ class Cell:
     sessions: tuple[SessionTotals, ...] = ()  # agent session → last reported totals
     lessons_given: tuple[str, ...] = ()  # lessons put into any build's prompt
     unavailable: Unavailable | None = None  # the model API failed on the last builds
+    # The goal's halt.stale_after in seconds (None: recorded before it was kept) and the
+    # time of the last event, which is what last advanced the goal (`status` says stale).
+    stale_after_s: int | None = None
+    warned: tuple[str, ...] = ()  # the last build's hits of `enforce: warn` rules
+    advanced_at: str | None = None
     # The work tree id (the tree without ledger/) the harness committed with this cell:
     # evidence of the checkpoint, not a fold of the ledger (what ships must equal it).
     tree: str | None = None
@@ -241,6 +246,7 @@ _TUPLES = (
     "approved_classes",
     "sessions",
     "lessons_given",
+    "warned",
 )
 
 
@@ -255,6 +261,9 @@ _OPTIONAL: dict[str, Any] = {
     "lessons_given": [],
     "unavailable": None,
     "tree": None,
+    "stale_after_s": None,
+    "advanced_at": None,
+    "warned": [],
 }
 
 

@@ -88,9 +88,11 @@ class GoalStarted(TypedDict):
     steps: list[StepName]
     limits: dict[str, float]
     no_progress_passes: int
+    stale_after_s: NotRequired[int]  # halt.stale_after; absent before staleness was kept
     control_commit: str
     command_classes: NotRequired[list[str]]
     command_detail: NotRequired[str | None]
+    command_warned: NotRequired[list[str]]  # hits of `enforce: warn` config rules
     sandbox: NotRequired[Containment]
     objective: NotRequired[str | None]  # the objective's text, for the reports
 
@@ -111,6 +113,7 @@ class LessonChecked(TypedDict):
     exit_code: int
     passed: bool
     output_tail: str | None
+    warned: NotRequired[bool]  # failed, and the lesson's check says enforce: warn
 
 
 class StepInterrupted(TypedDict):
@@ -152,6 +155,7 @@ class StepFinished(TypedDict):
     destructive_classes: NotRequired[list[str]]
     destructive_detail: NotRequired[str | None]
     destructive: NotRequired[list[str | None]]
+    warned: NotRequired[list[str]]  # hits of `enforce: warn` config rules: not a gate
     diff: NotRequired[str]  # the change without ledger/, bounded (record/evidence.py)
     # build, result "unavailable": the model API failed (the tool's own message); this was
     # try `unavailable_try` of `unavailable_tries` in a row, the next is due at `retry_at`

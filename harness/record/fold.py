@@ -47,7 +47,7 @@ def apply(cell: Cell, event: Event, position: Position) -> Cell:
     # The ledger keeps any type it reads; one this version does not know gets no handler.
     handler = FOLD.get(cast(EventType, event.type))
     updated = handler(cell, event) if handler else cell
-    return replace(updated, position=position)
+    return replace(updated, position=position, advanced_at=event.ts)
 
 
 def fold(goal_id: str, events: Iterable[tuple[Event, Position]], start: Cell | None = None) -> Cell:
@@ -73,6 +73,7 @@ def _on_started(cell: Cell, event: Event) -> Cell:
         steps=steps,
         limit=_limits(data),
         no_progress_passes=data["no_progress_passes"],
+        stale_after_s=data.get("stale_after_s"),
         goal_sha256=data["goal_sha256"],
         owners_sha256=data["owners_sha256"],
         owners_commit=data["control_commit"],
@@ -91,6 +92,7 @@ def _on_revised(cell: Cell, event: Event) -> Cell:
         steps=tuple(data["steps"]),
         limit=_limits(data),
         no_progress_passes=data["no_progress_passes"],
+        stale_after_s=data.get("stale_after_s"),
         goal_sha256=data["goal_sha256"],
         owners_sha256=data["owners_sha256"],
         owners_commit=data["control_commit"],
@@ -170,7 +172,12 @@ def _on_step_finished(cell: Cell, event: Event) -> Cell:
         found = tuple(data.get("destructive_classes", ()))
         detail = data.get("destructive_detail")
         cell = _remember_session(cell, data)
-        cell = replace(cell, destructive=found, destructive_detail=detail)
+        cell = replace(
+            cell,
+            destructive=found,
+            destructive_detail=detail,
+            warned=tuple(data.get("warned", ())),
+        )
         if data.get("result") == "unavailable":
             return _unavailable(cell, event)
         return replace(
@@ -296,6 +303,12 @@ def _on_owners_rotated(cell: Cell, event: Event) -> Cell:
     return cell
 
 
+def _on_lesson_checked(cell: Cell, event: Event) -> Cell:
+    if not event.data.get("warned"):
+        return cell
+    return replace(cell, warned=(*cell.warned, f"lesson:{event.data['name']} check failed"))
+
+
 def _unchanged(cell: Cell, event: Event) -> Cell:
     """Events that record what happened without changing what happens next."""
     return cell
@@ -306,7 +319,7 @@ FOLD: dict[EventType, Callable[[Cell, Event], Cell]] = {
     "goal.started": _on_started,
     "goal.revised": _on_revised,
     "step.started": _on_step_started,
-    "lesson.checked": _unchanged,
+    "lesson.checked": _on_lesson_checked,
     "step.interrupted": _unchanged,
     "step.cutoff": _on_step_cutoff,
     "step.finished": _on_step_finished,

@@ -35,6 +35,9 @@ def _step_finished(event: Event) -> str:
     if event.step == "build":
         cost = get("cost_usd", 0.0)
         line += f" cost=${cost:.4f} turns={get('turns', 0)} changed={len(get('changed', ()))}"
+        warned = get("warned") or []
+        if warned:
+            line += f" warned={len(warned)} ({_clean(warned[0])}{', …' if len(warned) > 1 else ''})"
     if get("result") == "unavailable":
         tries = _tries(get("unavailable_try"), get("unavailable_tries"), get("retry_at"))
         return f"{line} {tries}: {get('unavailable')}"
@@ -86,6 +89,8 @@ def _uncontained(data: Mapping[str, Any]) -> str:
 def _lesson_checked(event: Event) -> str:
     data = event.data
     verdict = "passed" if data["passed"] else "failed"
+    if data.get("warned"):
+        verdict += " (warned: enforce: warn, not a gate)"
     return f"lesson {data['name']} check {verdict} exit={data['exit_code']}"
 
 

@@ -199,7 +199,10 @@ def test_schema_is_valid_draft_2020_12() -> None:
 SCHEMA_CASES: list[tuple[dict[str, object], str]] = [
     ({"foo": 1}, "unknown key 'foo' (expected one of version, when, text, check)"),
     ({"when.words": ["a"]}, "when: unknown key 'words' (expected one of keywords, patterns)"),
-    ({"check": {"run": "x", "env": {}}}, "check: unknown key 'env' (expected one of run, timeout)"),
+    (
+        {"check": {"run": "x", "env": {}}},
+        "check: unknown key 'env' (expected one of run, timeout, enforce)",
+    ),
     ({"version": DELETE}, "version: required key is missing (expected 1)"),
     (
         {"when": DELETE},

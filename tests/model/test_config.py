@@ -273,7 +273,16 @@ ERROR_CASES: list[tuple[dict[str, Any], str]] = [
     ),
     (
         {"destructive": [{"class": "auth", "paths": ["x"], "why": "y"}]},
-        "destructive[0]: unknown key 'why' (expected one of class, paths, lines)",
+        "destructive[0]: unknown key 'why' (expected one of class, paths, lines, enforce)",
+    ),
+    (
+        {"destructive": [{"class": "auth", "paths": ["x"], "enforce": "maybe"}]},
+        "destructive[0].enforce: 'maybe' is not supported (expected block or warn)",
+    ),
+    (
+        {"destructive": [{"class": "auth", "enforce": "warn"}]},
+        "destructive[0].enforce: 'warn' with neither paths nor lines would make the built-in "
+        "class auth warn (expected block: the eight built-in classes always block",
     ),
     (
         {"destructive": [{"class": "auth", "paths": ["a"]}, {"class": "auth"}]},

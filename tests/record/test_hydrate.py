@@ -161,3 +161,23 @@ def test_committed_view_reads_head_and_the_previous_cell(here: InProcess, tmp_pa
     assert parse_cell(view.previous, CELL, "g1", here.key).position.seq == 6
     assert committed_view(here.paths, history=False) == Committed(view.cell, view.sizes)
     assert committed_view(GoalPaths(tmp_path, "g1")) is None  # not a git checkout
+
+
+def test_the_committed_example_written_before_cells_kept_a_time_still_loads(
+    tmp_path: Path,
+) -> None:
+    """ledger/fix-calc-add was written before cells kept `advanced_at` and `stale_after_s`
+    (issue 17): it loads and verifies, and its folded cell then carries the time."""
+    import shutil
+
+    from harness.commands.demo import DEMO_SECRET, GOAL_ID
+    from harness.trust.secret import Secret
+
+    committed = Path(__file__).resolve().parents[2] / "ledger" / GOAL_ID
+    shutil.copytree(committed, tmp_path / "ledger" / GOAL_ID)
+    paths = GoalPaths(tmp_path, GOAL_ID)
+    key = Secret(DEMO_SECRET.encode()).goal_key(GOAL_ID)
+    before = parse_cell(paths.cell.read_bytes(), "state.json", GOAL_ID, key)
+    assert (before.advanced_at, before.stale_after_s) == (None, None)
+    loaded = load(paths, key, None, repair=False, report=False)
+    assert loaded.cell.advanced_at is not None and loaded.cell.status == "parked_at_eyes"

@@ -7,10 +7,10 @@ order hits are reported in.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from harness.model.config import DESTRUCTIVE_CLASSES
+from harness.model.config import DESTRUCTIVE_CLASSES, DestructiveRule
 
 CLASSES = DESTRUCTIVE_CLASSES  # the contract's eight, in its order
 
@@ -59,3 +59,16 @@ def class_rank(cls: str) -> int:
 def classes_of(hits: Iterable[Hit]) -> tuple[str, ...]:
     """The classes hit, in CLASSES order (config-named classes last, by name)."""
     return tuple(sorted({hit.cls for hit in hits}, key=lambda cls: (class_rank(cls), cls)))
+
+
+def split_enforced(
+    hits: Iterable[Hit], extra: Sequence[DestructiveRule]
+) -> tuple[list[Hit], list[Hit]]:
+    """The hits that block, and the hits of config rules with `enforce: warn` (recorded as
+    warned, never parking). Built-in rules always block (destructive.md)."""
+    warn = {f"config:{index}" for index, rule in enumerate(extra) if rule.enforce == "warn"}
+    blocking: list[Hit] = []
+    warned: list[Hit] = []
+    for hit in hits:
+        (warned if hit.rule in warn else blocking).append(hit)
+    return blocking, warned
