@@ -447,7 +447,7 @@ def ci_github(force: bool, cron: str, install: str | None, matrix: bool) -> None
 
     Example: harness ci github --schedule '0 2 * * *' && harness secret new --print | gh secret set HARNESS_SECRET
     """
-    from harness.commands.ci import ci_github as run_ci_github
+    from harness.commands.ci_github import ci_github as run_ci_github
 
     _done(run_ci_github(_cwd(), sys.stdout, force, cron, install, matrix))
 

@@ -21,16 +21,8 @@ import pytest
 # Neither ships type information; harness/model/yamlutil.py skips jsonschema the same way.
 from harness import __version__
 from harness.cli import cli
-from harness.commands.ci import (
-    SERVICE_NAME,
-    TIMER_NAME,
-    WORKFLOW_PATH,
-    ci_cron,
-    ci_github,
-    ci_systemd,
-    schedule,
-    when,
-)
+from harness.commands.ci import SERVICE_NAME, TIMER_NAME, ci_cron, ci_systemd, schedule, when
+from harness.commands.ci_github import WORKFLOW_PATH, ci_github
 from harness.errors import InvalidInput
 from harness.model.yamlutil import load_yaml
 from tests.managed import SECRET, ManagedFactory, ManagedRepo, base_goal, git
