@@ -79,6 +79,7 @@ def _rows(
         if f"{prefix}{goal_id}" not in heads and (sha := repo.rev_parse(ref)) is not None:
             heads[f"{prefix}{goal_id}"] = sha
     ids = goal_ids or sorted(set(control.goal_ids()) | {b[len(prefix) :] for b in heads})
+    control.prefetch_goal_files(ids)  # for _waits_for_approval: one git process, not 2 a goal
     return [
         _row(repo, control, goal_id, heads, cell, secret.goal_key(goal_id) if secret else None)
         for goal_id, cell in zip(ids, _cells(repo, control, ids, heads), strict=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
@@ -12,7 +12,7 @@ from harness.errors import InvalidInput, TrustFailure
 from harness.model.config import Config, ConfigCache, parse_config
 from harness.model.goal import GOAL_ID_RE, Goal, check_goal_id, parse_goal, stray_goal_note
 from harness.store.gitrepo import Repo
-from harness.store.objects import ObjectReader
+from harness.store.objects import ObjectReader, read_blobs
 from harness.trust.approvals import SignedRecord, Verdict, find_run_approval, parse_approval_file
 from harness.trust.owners import Owner, parse_owners
 
@@ -111,9 +111,27 @@ class Control:
         names = self.objects.names(f"{self.commit}:goals")
         return sorted(n[: -len(".yaml")] for n in names if n.endswith(".yaml"))
 
+    def prefetch_goal_files(self, goal_ids: Sequence[str]) -> None:
+        """Read the goal files and approval files of `goal_ids` through one `cat-file
+        --batch` by object id (status over thousands of goals: a `<commit>:<path>` request
+        per file would search the `goals` tree once per file), for goal_bytes and approvals."""
+        listed = self.objects.entries(f"{self.commit}:goals")
+        names = [f"{g}.{ext}" for g in goal_ids for ext in ("yaml", "approval")]
+        present = [n for n in names if listed.get(n, ("40000", ""))[0] not in ("40000", "160000")]
+        blobs = read_blobs(self.repo.root, [listed[name][1] for name in present])
+        found = dict(zip(present, blobs, strict=True))
+        for name in names:
+            self._memo[f"blob:goals/{name}"] = found.get(name)
+
+    def _blob(self, path: str) -> bytes | None:
+        key = f"blob:{path}"
+        if key in self._memo:
+            return cast("bytes | None", self._memo[key])
+        return self.objects.blob(f"{self.commit}:{path}")
+
     def goal_bytes(self, goal_id: str) -> bytes:
         check_goal_id(goal_id, "goal id")
-        data = self.objects.blob(f"{self.commit}:goals/{goal_id}.yaml")
+        data = self._blob(f"goals/{goal_id}.yaml")
         if data is None:
             raise InvalidInput(
                 f"goals/{goal_id}.yaml: no such goal on {self.ref} (commit the goal file first)"
@@ -131,7 +149,7 @@ class Control:
 
     def _read_approvals(self, goal_id: str) -> tuple[SignedRecord, ...]:
         source = f"goals/{goal_id}.approval"
-        data = self.objects.blob(f"{self.commit}:{source}")
+        data = self._blob(source)
         if data is None:
             return ()
         return parse_approval_file(data.decode("utf-8", "replace"), source)

@@ -72,22 +72,29 @@ class ObjectReader:
 
     def names(self, spec: str) -> list[str]:
         """Entry names of the tree at `spec` (empty when it is absent or not a tree)."""
+        return list(self.entries(spec))
+
+    def entries(self, spec: str) -> dict[str, tuple[str, str]]:
+        """Entry name -> (mode, object id) of the tree at `spec` (empty when it is absent or
+        not a tree); a mode of 40000 is a tree, 160000 a commit, any other a blob."""
         found = self.read(spec)
         if found is None or found[1] != "tree":
-            return []
+            return {}
         oid_bytes = len(found[0]) // 2
-        data, names, offset = found[2], [], 0
+        data, entries, offset = found[2], {}, 0
         try:
             while offset < len(data):
                 space = data.index(b" ", offset)
                 nul = data.index(b"\0", space)
-                names.append(data[space + 1 : nul].decode("utf-8", "replace"))
+                name = data[space + 1 : nul].decode("utf-8", "replace")
+                mode = data[offset:space].decode("ascii", "replace")
+                entries[name] = (mode, data[nul + 1 : nul + 1 + oid_bytes].hex())
                 offset = nul + 1 + oid_bytes
         except ValueError:
             raise GitError(f"{spec}: the git tree object is malformed") from None
         if offset != len(data):
             raise GitError(f"{spec}: the git tree object is malformed")
-        return names
+        return entries
 
     def _start(self) -> subprocess.Popen[bytes]:
         if self._proc is None:
