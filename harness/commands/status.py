@@ -79,11 +79,22 @@ def _rows(
         if f"{prefix}{goal_id}" not in heads and (sha := repo.rev_parse(ref)) is not None:
             heads[f"{prefix}{goal_id}"] = sha
     ids = goal_ids or sorted(set(control.goal_ids()) | {b[len(prefix) :] for b in heads})
-    control.prefetch_goal_files(ids)  # for _waits_for_approval: one git process, not 2 a goal
-    return [
-        _row(repo, control, goal_id, heads, cell, secret.goal_key(goal_id) if secret else None)
-        for goal_id, cell in zip(ids, _cells(repo, control, ids, heads), strict=True)
+    cells = [
+        _cell(control, goal_id, data, secret.goal_key(goal_id) if secret else None)
+        for goal_id, data in zip(ids, _cells(repo, control, ids, heads), strict=True)
     ]
+    # _waits_for_approval reads the goal and approval files of the goals still moving: one
+    # git process for all of them, not two requests a goal.
+    control.prefetch_goal_files([c.goal for c in cells if c.status not in TERMINAL | WAITING])
+    return [_row(repo, control, heads, cell, secret is not None) for cell in cells]
+
+
+def _cell(control: Control, goal_id: str, data: bytes | None, key: bytes | None) -> Cell:
+    """The goal's cell, its MAC checked with `key` (read unverified without one)."""
+    if data is None:
+        return Cell(goal=goal_id)
+    source = f"{control.branch(goal_id)}:ledger/{goal_id}/state.json"
+    return parse_cell(data, source, goal_id, key) if key else peek_cell(data, source, goal_id)
 
 
 def _cells(
@@ -107,18 +118,10 @@ def _cells(
 
 
 def _row(
-    repo: Repo,
-    control: Control,
-    goal_id: str,
-    heads: dict[str, str],
-    data: bytes | None,
-    key: bytes | None,
+    repo: Repo, control: Control, heads: dict[str, str], cell: Cell, verified: bool
 ) -> dict[str, Any]:
-    branch = f"{control.config.branch_prefix}{goal_id}"
-    source = f"{branch}:ledger/{goal_id}/state.json"
-    cell = Cell(goal=goal_id)
-    if data is not None:
-        cell = parse_cell(data, source, goal_id, key) if key else peek_cell(data, source, goal_id)
+    goal_id = cell.goal
+    branch = control.branch(goal_id)
     shown = cell.status
     elsewhere = _elsewhere(repo, cell)
     locked = GoalLock(repo.harness_dir() / "locks", goal_id).held_elsewhere()
@@ -144,7 +147,7 @@ def _row(
         "unavailable": asdict(cell.unavailable) if cell.unavailable else None,
         "elsewhere": elsewhere,
         "waiting_for_approval": waits,
-        "verified": key is not None,
+        "verified": verified,
         "owners_changed": moved,
         "warned": list(cell.warned),
         "advanced_at": cell.advanced_at,
