@@ -19,6 +19,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+import harness
 from harness.commands.ci import SERVICE_NAME, ci_systemd
 from tests.e2e.test_sandbox import _events, needs_bwrap
 from tests.managed import Key as OwnerKey
@@ -42,6 +43,10 @@ def _as_the_service(service: configparser.SectionProxy) -> list[str]:
     assert (service["PrivateTmp"], service["NoNewPrivileges"]) == ("yes", "yes")
     argv = [bwrap, "--unshare-user", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
     argv += ["--tmpfs", "/tmp"]
+    # A service's harness lives outside /tmp (PrivateTmp hides /tmp: scheduling.md); this
+    # test's may not (CI runs a clone under /tmp), so its installation is shown again,
+    # read-only, as it would be from anywhere else.
+    argv += [arg for path in _installation() for arg in ("--ro-bind", path, path)]
     for entry in service["ReadWritePaths"].split():
         path = entry.removeprefix("-")
         argv += ["--bind-try" if entry.startswith("-") else "--bind", path, path]
@@ -67,6 +72,12 @@ def test_a_contained_goal_runs_within_the_services_limits(
         _run_as_the_service(repo)
     finally:
         shutil.rmtree(state, ignore_errors=True)
+
+
+def _installation() -> list[str]:
+    """The running harness's venv and source folder, where they are under /tmp."""
+    places = {Path(sys.prefix).resolve(), Path(harness.__file__).resolve().parents[1]}
+    return sorted(str(p) for p in places if p.is_relative_to("/tmp"))
 
 
 def _outside_tmp() -> Path:
