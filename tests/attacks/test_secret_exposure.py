@@ -182,8 +182,12 @@ AS_NOBODY = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-group
 def _read_environ(pid: int, as_user: list[str]) -> bytes | str:
     """The bytes of /proc/<pid>/environ as read by `as_user`, or why they could not be."""
     code = "import sys; sys.stdout.buffer.write(open(sys.argv[1], 'rb').read())"
+    # A bare environment: coverage's subprocess hook would have the reader write its data
+    # file into the checkout, which another user may not do (and the error would hide EACCES).
     done = subprocess.run(
-        [*as_user, sys.executable, "-c", code, f"/proc/{pid}/environ"], capture_output=True
+        [*as_user, sys.executable, "-c", code, f"/proc/{pid}/environ"],
+        capture_output=True,
+        env={"PATH": "/usr/bin:/bin"},
     )
     return done.stdout if done.returncode == 0 else done.stderr.decode().splitlines()[-1]
 
