@@ -1,0 +1,90 @@
+"""Records outlive versions: a goal parked by an earlier release loads, verifies and resumes.
+
+`tests/data/records/parked-at-ship.bundle` was recorded by the release that made it (see
+make_parked.py there) and is never regenerated. Whatever the cell, ledger or decision formats
+become, this goal must verify as it is, take its signed ship decision and complete.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.managed import SECRET, git
+
+RECORDS = Path(__file__).parents[1] / "data" / "records"
+
+
+def _harness(root: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "harness", *args],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def _unbundled(tmp_path: Path) -> Path:
+    root = tmp_path / "repo"
+    git(tmp_path, "init", "-q", "-b", "main", str(root))
+    git(
+        root,
+        "fetch",
+        "-q",
+        "--update-head-ok",
+        str(RECORDS / "parked-at-ship.bundle"),
+        "refs/heads/*:refs/heads/*",
+    )
+    git(root, "checkout", "-q", "main")
+    return root
+
+
+def test_a_goal_parked_by_an_earlier_release_verifies_ships_and_completes(tmp_path: Path) -> None:
+    root = _unbundled(tmp_path)
+    counters = tmp_path / "counters"
+    counters.mkdir()
+    key = tmp_path / "owner"
+    shutil.copyfile(RECORDS / "owner-test-only", key)
+    key.chmod(0o600)
+    env = {**os.environ, "HARNESS_SECRET": SECRET, "TEST_COUNTER_DIR": str(counters)}
+
+    checked = _harness(root, env, "verify")
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    row = json.loads(_harness(root, env, "status", "--json").stdout)[0]
+    assert (row["status"], row["gate"], row["verified"]) == ("parked_at_eyes", "ship", True)
+
+    signed = _harness(root, env, "ship", "g1", "--key", str(key))
+    assert signed.returncode == 0, signed.stdout + signed.stderr
+    git(root, "add", "goals/g1.approval")
+    git(root, "commit", "-qm", "record the ship decision")
+    gate_commit = row["gate_detail"].split()[1]
+    for _ in range(2):  # the decision is taken once: a second run ships nothing
+        ran = _harness(root, env, "run")
+        assert ran.returncode == 0, ran.stdout + ran.stderr
+        assert (counters / "ship.log").read_text() == gate_commit + "\n"  # the signed commit
+    row = json.loads(_harness(root, env, "status", "--json").stdout)[0]
+    assert (row["status"], row["verified"]) == ("completed", True)
+    checked = _harness(root, env, "verify")
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+def test_the_earlier_release_s_record_is_refused_when_a_byte_of_it_changes(tmp_path: Path) -> None:
+    """The control: the same bundle with one ledger byte changed does not verify."""
+    root = _unbundled(tmp_path)
+    env = {**os.environ, "HARNESS_SECRET": SECRET}
+    first = "ledger/g1/events/000001.jsonl"
+    text = git(root, "show", f"harness/g1:{first}") + "\n"
+    edited = text.replace('"iter":0', '"iter":1', 1)
+    assert edited != text
+    git(root, "checkout", "-q", "harness/g1")
+    (root / first).write_text(edited)
+    git(root, "commit", "-qam", "an edit")
+    git(root, "checkout", "-q", "main")
+    checked = _harness(root, env, "verify")
+    assert checked.returncode == 3, checked.stdout + checked.stderr
