@@ -3,12 +3,16 @@ uninterrupted run does, verifies, and never runs a finished step again."""
 
 from __future__ import annotations
 
+import fcntl
 import functools
 import json
+import os
 import sys
+import tempfile
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -180,24 +184,52 @@ def _settled(repo: ManagedRepo) -> Outcome:
     return outcome(repo)
 
 
-@pytest.fixture(scope="module")
-def last_baselines(
-    tmp_path_factory: pytest.TempPathFactory,
-) -> dict[str, tuple[Outcome, Counter[str]]]:
-    """Each path run uninterrupted: its outcome and its final command's failpoint hits."""
+Settled = tuple[str, str | None, int, list[tuple[str, int, str | None]], dict[str, bytes]]
+
+
+def _baseline(tmp: Path, name: str) -> tuple[Settled, Counter[str]]:
+    """Path `name` run uninterrupted: its settled outcome and its final command's hits."""
     from tests.managed import make_key
 
-    found = {}
-    for name, path in PATHS.items():
-        base = tmp_path_factory.mktemp(f"last-{name}")
-        key = make_key(base, "k")
-        repo = _make(functools.partial(ManagedRepo.create, base / "repo", key), path)
-        trace = base / "trace"
-        repo.harness(
-            *_argv(repo, path.final), env=repo.env | {"HARNESS_FAILPOINT_TRACE": str(trace)}
-        )
-        found[name] = (_settled(repo), Counter(trace.read_text().split()))
-    return found
+    path = PATHS[name]
+    base = tmp / f"last-{name}"
+    base.mkdir()
+    repo = _make(functools.partial(ManagedRepo.create, base / "repo", make_key(base, "k")), path)
+    trace = base / "trace"
+    repo.harness(*_argv(repo, path.final), env=repo.env | {"HARNESS_FAILPOINT_TRACE": str(trace)})
+    settled = _settled(repo)[:5]
+    return settled, Counter(trace.read_text().split())
+
+
+@pytest.fixture(scope="session")
+def last_baseline(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Callable[[str], tuple[Settled, Counter[str]]]:
+    """Each path's uninterrupted run, made once per test session: the xdist workers share
+    one folder (the parent of their base temp folders) and take turns under a lock, so a
+    path's baseline is run by whichever worker needs it first and read by the others."""
+    base = tmp_path_factory.getbasetemp()
+    # Without xdist the parent is shared by every session of this user: stay in our own.
+    shared = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "crash-baselines"
+    shared.mkdir(exist_ok=True)
+
+    def get(name: str) -> tuple[Settled, Counter[str]]:
+        saved = shared / f"{name}.json"
+        with (shared / f"{name}.lock").open("w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if not saved.exists():
+                (status, gate, iteration, finished, tree), hits = _baseline(
+                    Path(tempfile.mkdtemp(dir=shared)), name
+                )
+                record = [status, gate, iteration, finished, {k: v.hex() for k, v in tree.items()}]
+                saved.write_text(json.dumps({"outcome": record, "hits": dict(hits)}))
+        raw = json.loads(saved.read_text())
+        status, gate, iteration, finished, tree = raw["outcome"]
+        steps = [(step, it, result) for step, it, result in finished]
+        files = {k: bytes.fromhex(v) for k, v in tree.items()}
+        return (status, gate, iteration, steps, files), Counter(raw["hits"])
+
+    return get
 
 
 def _cases() -> list[tuple[str, str, int]]:
@@ -209,13 +241,13 @@ def _cases() -> list[tuple[str, str, int]]:
 @pytest.mark.parametrize(("name", "point", "hit"), _cases())
 def test_killed_at_the_last_events_of_a_path_then_resumed(
     managed: ManagedFactory,
-    last_baselines: dict[str, tuple[Outcome, Counter[str]]],
+    last_baseline: Callable[[str], tuple[Settled, Counter[str]]],
     name: str,
     point: str,
     hit: int,
 ) -> None:
     path = PATHS[name]
-    want, hits = last_baselines[name]
+    want, hits = last_baseline(name)
     nth = hit if hit > 0 else hits[point] + 1 + hit
     if nth < 1:
         pytest.skip(f"{name}: {path.final[0]} hits {point} only {hits[point]} time(s)")
@@ -226,7 +258,7 @@ def test_killed_at_the_last_events_of_a_path_then_resumed(
     assert killed.returncode == -9, (killed.stdout, killed.stderr)
     repo.harness("verify", check=0)
     status, gate, iteration, finished, tree, events = _settled(repo)
-    assert (status, gate, iteration, finished, tree) == want[:5]
+    assert (status, gate, iteration, finished, tree) == want
     assert status not in ("pending", "running", "paused")
     assert_no_finished_step_ran_again(events)
     # Finished for real: the cell and the report committed, the worktree clean.
