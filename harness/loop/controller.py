@@ -253,7 +253,8 @@ class GoalRunner(Crossing):
 
     def done_gate(self) -> None:
         missing = [f for f in self.goal.expect_files if not (self.wt.path / f).exists()]
-        failed = [] if missing else self.check_lessons()
+        short = self.expect_shortfalls()
+        failed = [] if missing or short else self.check_lessons()
         if failed is None:
             return
         if failed:
@@ -272,18 +273,14 @@ class GoalRunner(Crossing):
                 },
             )
             self.checkpoint("done gate blocked by a lesson check", tree)
-        elif missing:
+        elif missing or short:
             tree = self.wt.work_tree_id()
-            self.emit(
-                "done.blocked",
-                None,
-                self.cell.iteration,
-                {
-                    "missing": missing,
-                    "tree": tree,
-                    "detail": "expected files are missing: " + ", ".join(missing),
-                },
-            )
+            lines = ["expected files are missing: " + ", ".join(missing)] if missing else []
+            data: dict[str, Any] = {"missing": missing, "tree": tree}
+            if short:
+                data["expect_short"] = short
+            data["detail"] = fit_text("\n".join(lines + short), 8000)
+            self.emit("done.blocked", None, self.cell.iteration, data)
             self.checkpoint("done gate blocked", tree)
         elif "ship" in self.cell.steps:
             self.gate(
@@ -294,6 +291,16 @@ class GoalRunner(Crossing):
         else:
             self.emit("goal.completed", None, self.cell.iteration, {"commit": self.wt.head()})
             self.checkpoint("completed")
+
+    def expect_shortfalls(self) -> list[str]:
+        """`expect.globs` counted over the commit the gate judges (loop/expect.py)."""
+        from harness.loop.expect import shortfalls
+        from harness.record.changes import goal_base
+
+        def base() -> str | None:
+            return goal_base(self.ledger.records())
+
+        return shortfalls(self.goal.expect_globs, self.wt.path, "HEAD", base)
 
     def resume_cut_off(self) -> None:
         flight = self.cell.in_flight

@@ -174,6 +174,7 @@ class DoneBlocked(TypedDict):
     tree: str
     detail: str | None
     lessons_failed: NotRequired[list[str]]
+    expect_short: NotRequired[list[str]]  # `expect.globs` out of bounds, one line each
 
 
 class GoalGated(TypedDict):

@@ -245,8 +245,13 @@ def _remember_session(cell: Cell, data: Mapping[str, Any]) -> Cell:
 
 def _on_done_blocked(cell: Cell, event: Event) -> Cell:
     data = event.data
-    failed = data.get("lessons_failed") or []
-    failing = f"lesson:{failed[0]}" if failed else f"expect.files: {', '.join(data['missing'])}"
+    failed, short = data.get("lessons_failed") or [], data.get("expect_short") or []
+    if failed:
+        failing = f"lesson:{failed[0]}"
+    elif data["missing"] or not short:
+        failing = f"expect.files: {', '.join(data['missing'])}"
+    else:
+        failing = short[0]
     return _repair(cell, failing, data.get("detail"), data["tree"])
 
 

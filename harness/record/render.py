@@ -107,7 +107,9 @@ def _done_blocked(event: Event) -> str:
     data = event.data
     if data.get("lessons_failed"):
         return f"done gate blocked: lesson check failed: {', '.join(data['lessons_failed'])}"
-    return f"done gate blocked: missing {', '.join(data['missing'])}"
+    shown = [f"missing {', '.join(data['missing'])}"] if data["missing"] else []
+    shown += data.get("expect_short") or []
+    return "done gate blocked: " + "; ".join(shown)
 
 
 def _goal_gated(event: Event) -> str:
