@@ -16,7 +16,7 @@ from harness.errors import HarnessError
 from harness.loop.clock import SystemClock
 from harness.loop.control import Control
 from harness.loop.sandbox import notice
-from harness.record.cell import Cell, Unavailable, parse_cell, peek_cell
+from harness.record.cell import Cell, Unavailable, parse_cell, peek_cell, rule_counts_json
 from harness.record.events import TERMINAL, WAITING
 from harness.record.render import unavailable_text
 from harness.record.stale import is_stale, stale_after
@@ -167,6 +167,7 @@ def _row(
         "verified": verified,
         "owners_changed": moved,
         "warned": list(cell.warned),
+        "rules": rule_counts_json(cell),
         "advanced_at": cell.advanced_at,
         "stale_after_s": stale_after(cell),
         "stale": not (waits or moved) and is_stale(cell, SystemClock().now()),

@@ -126,14 +126,15 @@ class GoalRunner(Crossing):
         """A declared step command that itself deploys, drops or pushes parks the goal first.
         The ship command is left out: it already needs a signed decision."""
         from harness.trust.destructive.classify import classify_command
-        from harness.trust.destructive.hits import classes_of, split_enforced
+        from harness.trust.destructive.hits import classes_of, owner_rules, split_enforced
         from harness.trust.destructive.summary import summarize
 
         extra = self.ctx.control.config.destructive
         specs = (self.goal.plan, self.goal.build, self.goal.judge, self.goal.review)
         found = [h for spec in specs if spec for h in classify_command(spec.run, extra)]
         hits, warned = split_enforced(found, extra)
-        noted = {"command_warned": [h.describe() for h in warned[:50]]} if warned else {}
+        noted: dict[str, Any] = {"command_warned": [h.describe() for h in warned[:50]]}
+        noted = (noted if warned else {}) | owner_rules(hits, warned)
         if not hits:
             return noted
         return noted | {
