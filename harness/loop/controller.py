@@ -49,6 +49,8 @@ from harness.store.gitrepo import Worktree, git_text
 from harness.store.remote import LEASE_GRACE_S
 from harness.trust.approvals import Verdict
 
+MAX_SHORT_LINES = 20  # expect.globs shortfalls recorded in one done.blocked
+
 # Each step's command in the goal file; plan, review and ship are optional.
 STEP_SPECS: dict[StepName, Callable[[Goal], StepSpec | BuildSpec | JudgeSpec | None]] = {
     "plan": lambda goal: goal.plan,
@@ -279,7 +281,7 @@ class GoalRunner(Crossing):
             lines = ["expected files are missing: " + ", ".join(missing)] if missing else []
             data: dict[str, Any] = {"missing": missing, "tree": tree}
             if short:
-                data["expect_short"] = short
+                data["expect_short"] = short[:MAX_SHORT_LINES]  # a glob: at most 1,000 chars
             data["detail"] = fit_text("\n".join(lines + short), 8000)
             self.emit("done.blocked", None, self.cell.iteration, data)
             self.checkpoint("done gate blocked", tree)
