@@ -25,7 +25,7 @@ from harness.loop.steps import child_env
 from harness.model.config import Config, Notify
 from harness.record.cell import Cell, peek_cell
 from harness.record.stale import stale_after
-from harness.store.fsutil import atomic_write
+from harness.store.fsutil import atomic_write, read_no_follow
 from harness.store.gitrepo import Repo
 
 NOTIFIED = frozenset({"parked_at_eyes", "needs_attention", "failed", "completed"})
@@ -81,10 +81,11 @@ def notify_stale(
         return
     told = repo.harness_dir() / "stale-told" / f"{cell.goal}.json"
     spell = {"advanced_at": cell.advanced_at, "ledger": str(cell.position)}
-    try:
-        if json.loads(told.read_bytes()) == spell:
+    try:  # not through a link, not a FIFO: whoever can write .git/harness/ can't hang it
+        recorded = read_no_follow(told)
+        if recorded is not None and len(recorded) < 4096 and json.loads(recorded) == spell:
             return
-    except (OSError, ValueError):
+    except (OSError, ValueError, HarnessError):
         pass  # never told (or an unreadable record: telling twice beats never telling)
     try:  # first the record, then the message: two tellers at once give a duplicate at most
         told.parent.mkdir(exist_ok=True)
