@@ -201,6 +201,7 @@ def _tell_if_stale(
 ) -> None:
     """After the run's turn at a goal (advanced, resting, busy or refused): the stale
     notification if its cell, as now recorded, is stale, and not yet told (notify.md)."""
+    from harness.loop.clock import SystemClock  # a small module: the loop stays unimported
     from harness.record.stale import is_stale
 
     repo, control = session.repo, session.control
@@ -215,13 +216,11 @@ def _tell_if_stale(
         cell = parse_cell(data, source, goal_id, session.secret.goal_key(goal_id))
     except (OSError, HarnessError):
         return  # no cell, or one that does not verify: the run itself names that
-    if cell.status in TERMINAL | WAITING or control.owners_moved(cell):
-        return  # the common case, a resting goal: no loop module is imported for it
-    from harness.loop.clock import SystemClock
+    if control.owners_moved(cell) or not is_stale(cell, (clock or SystemClock()).now()):
+        return  # the common case (a goal at rest is not stale): nothing more is imported
     from harness.loop.notify import notify_stale
 
-    if is_stale(cell, (clock or SystemClock()).now()):
-        notify_stale(repo, control.config, cell, env, err)
+    notify_stale(repo, control.config, cell, env, err)
 
 
 def _nothing_ran(outcomes: list[dict[str, Any]]) -> str | None:
