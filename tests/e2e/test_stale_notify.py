@@ -83,9 +83,7 @@ def test_a_stale_goal_is_told_once_and_again_after_it_advanced(
     assert all(d["status"] == "stale" for d in hook.received)  # nothing else happened
 
 
-def test_plain_status_and_no_notify_config_tell_nothing(
-    managed: ManagedFactory, hook: Hook
-) -> None:
+def test_plain_status_tells_nothing(managed: ManagedFactory, hook: Hook) -> None:
     goal = base_goal() | {"halt": {"no_progress_passes": 2, "stale_after": "1s"}}
     config = {"notify": {"webhook": "$HOOK_URL"}}
     repo = managed(goal=goal, files={".harness/config.yaml": json.dumps(config)})
