@@ -154,6 +154,8 @@ def _run(
             outcome = _run_one(repo, goal_id, advance, err, quiet=as_json)
             outcome["lines"] = lines[before:]
             outcomes.append(outcome)
+            if control.config.notify is not None and outcome["result"] != "waiting_for_approval":
+                _tell_if_stale(session, goal_id, clock, env, None if as_json else err)
             if outcome["lines"]:
                 _step_summary(env, repo, goal_id)
     return _report(outcomes, bool(lines), out, err, as_json)
@@ -188,6 +190,37 @@ def _advance_and_tell(
     cell = advance_goal(repo, ctx, goal_id)
     notify_transition(repo, ctx.control.config, goal_id, before, cell, ctx.base_env, err)
     return cell
+
+
+def _tell_if_stale(
+    session: Session[Secret],
+    goal_id: str,
+    clock: Clock | None,
+    env: Mapping[str, str],
+    err: TextIO | None,
+) -> None:
+    """After the run's turn at a goal (advanced, resting, busy or refused): the stale
+    notification if its cell, as now recorded, is stale, and not yet told (notify.md)."""
+    from harness.loop.clock import SystemClock  # a small module: the loop stays unimported
+    from harness.record.stale import is_stale
+
+    repo, control = session.repo, session.control
+    source = f"ledger/{goal_id}/state.json"
+    local = repo.worktree_path(goal_id) / source
+    try:
+        data = local.read_bytes() if local.is_file() else None
+        if data is None:
+            data = repo.read_blob(f"refs/heads/{control.branch(goal_id)}", source)
+        if data is None:
+            return
+        cell = parse_cell(data, source, goal_id, session.secret.goal_key(goal_id))
+    except (OSError, HarnessError):
+        return  # no cell, or one that does not verify: the run itself names that
+    if control.owners_moved(cell) or not is_stale(cell, (clock or SystemClock()).now()):
+        return  # the common case (a goal at rest is not stale): nothing more is imported
+    from harness.loop.notify import notify_stale
+
+    notify_stale(repo, control.config, cell, env, err)
 
 
 def _nothing_ran(outcomes: list[dict[str, Any]]) -> str | None:

@@ -7,7 +7,6 @@ import json
 import sys
 from collections.abc import Mapping
 from dataclasses import asdict
-from datetime import datetime
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -17,10 +16,10 @@ from harness.errors import HarnessError
 from harness.loop.clock import SystemClock
 from harness.loop.control import Control
 from harness.loop.sandbox import notice
-from harness.model.limits import DEFAULT_STALE_AFTER_S
-from harness.record.cell import Cell, Unavailable, parse_cell, peek_cell
+from harness.record.cell import Cell, Unavailable, parse_cell, peek_cell, rule_counts_json
 from harness.record.events import TERMINAL, WAITING
 from harness.record.render import unavailable_text
+from harness.record.stale import is_stale, stale_after
 from harness.record.visible import one_line
 from harness.store.gitrepo import Repo
 from harness.store.lock import GoalLock
@@ -54,9 +53,11 @@ def status(
         else open_session(cwd, env, goal_ids, need_secret=False)
     )
     with session as opened:
-        rows = _rows(opened, goal_ids)
+        cells, rows = _rows(opened, goal_ids)
         uncontained = notice(opened.control.config.sandbox, env)
         notes = [] if goal_ids else nothing_notes(opened.control, bool(rows), "goals")
+        if check and opened.control.config.notify is not None:  # what monitors call
+            _tell_stale(opened.repo, opened.control, cells, rows, env, err)
     if uncontained is not None:  # on stderr: stdout stays one line (or one object) per goal
         err.write(f"harness: {uncontained}\n")
     err.writelines(f"harness: note: {note}\n" for note in notes)
@@ -67,9 +68,25 @@ def status(
     return _check_code(rows) if check else 0
 
 
+def _tell_stale(
+    repo: Repo,
+    control: Control,
+    cells: list[Cell],
+    rows: list[dict[str, Any]],
+    env: Mapping[str, str],
+    err: TextIO,
+) -> None:
+    """The stale notification, once per stale spell (notify.md), for each stale row."""
+    from harness.loop.notify import notify_stale
+
+    for cell, row in zip(cells, rows, strict=True):
+        if row["stale"]:
+            notify_stale(repo, control.config, cell, env, err)
+
+
 def _rows(
     session: Session[Secret] | Session[Secret | None], goal_ids: list[str]
-) -> list[dict[str, Any]]:
+) -> tuple[list[Cell], list[dict[str, Any]]]:
     """One row per goal named, or per goal on the control ref or with a branch (a goal
     branch this clone has only as a remote's counts: remote_goal.remote_goal_branches)."""
     repo, control, secret = session.repo, session.control, session.secret
@@ -86,7 +103,7 @@ def _rows(
     # _waits_for_approval reads the goal and approval files of the goals still moving: one
     # git process for all of them, not two requests a goal.
     control.prefetch_goal_files([c.goal for c in cells if c.status not in TERMINAL | WAITING])
-    return [_row(repo, control, heads, cell, secret is not None) for cell in cells]
+    return cells, [_row(repo, control, heads, cell, secret is not None) for cell in cells]
 
 
 def _cell(control: Control, goal_id: str, data: bytes | None, key: bytes | None) -> Cell:
@@ -150,27 +167,11 @@ def _row(
         "verified": verified,
         "owners_changed": moved,
         "warned": list(cell.warned),
+        "rules": rule_counts_json(cell),
         "advanced_at": cell.advanced_at,
-        "stale_after_s": _stale_after(cell),
-        "stale": not (waits or moved) and _stale(cell, SystemClock().now()),
+        "stale_after_s": stale_after(cell),
+        "stale": not (waits or moved) and is_stale(cell, SystemClock().now()),
     }
-
-
-def _stale_after(cell: Cell) -> int:
-    return cell.stale_after_s if cell.stale_after_s is not None else DEFAULT_STALE_AFTER_S
-
-
-def _stale(cell: Cell, now: str) -> bool:
-    """Not finished, not waiting for a human, and nothing advanced it (no event) for
-    longer than halt.stale_after: the runner that should move it has stopped (cli.md)."""
-    if cell.status in TERMINAL or cell.status in WAITING or cell.advanced_at is None:
-        return False
-    try:
-        since = datetime.fromisoformat(cell.advanced_at.replace("Z", "+00:00"))
-        current = datetime.fromisoformat(now.replace("Z", "+00:00"))
-    except ValueError:
-        return False  # not a time this harness wrote: nothing to measure from
-    return (current - since).total_seconds() > _stale_after(cell)
 
 
 def _elsewhere(repo: Repo, cell: Cell) -> dict[str, str] | None:

@@ -49,6 +49,8 @@ from harness.store.gitrepo import Worktree, git_text
 from harness.store.remote import LEASE_GRACE_S
 from harness.trust.approvals import Verdict
 
+MAX_SHORT_LINES = 20  # expect.globs shortfalls recorded in one done.blocked
+
 # Each step's command in the goal file; plan, review and ship are optional.
 STEP_SPECS: dict[StepName, Callable[[Goal], StepSpec | BuildSpec | JudgeSpec | None]] = {
     "plan": lambda goal: goal.plan,
@@ -126,14 +128,15 @@ class GoalRunner(Crossing):
         """A declared step command that itself deploys, drops or pushes parks the goal first.
         The ship command is left out: it already needs a signed decision."""
         from harness.trust.destructive.classify import classify_command
-        from harness.trust.destructive.hits import classes_of, split_enforced
+        from harness.trust.destructive.hits import classes_of, owner_rules, split_enforced
         from harness.trust.destructive.summary import summarize
 
         extra = self.ctx.control.config.destructive
         specs = (self.goal.plan, self.goal.build, self.goal.judge, self.goal.review)
         found = [h for spec in specs if spec for h in classify_command(spec.run, extra)]
         hits, warned = split_enforced(found, extra)
-        noted = {"command_warned": [h.describe() for h in warned[:50]]} if warned else {}
+        noted: dict[str, Any] = {"command_warned": [h.describe() for h in warned[:50]]}
+        noted = (noted if warned else {}) | owner_rules(hits, warned)
         if not hits:
             return noted
         return noted | {
@@ -253,7 +256,8 @@ class GoalRunner(Crossing):
 
     def done_gate(self) -> None:
         missing = [f for f in self.goal.expect_files if not (self.wt.path / f).exists()]
-        failed = [] if missing else self.check_lessons()
+        short = self.expect_shortfalls()
+        failed = [] if missing or short else self.check_lessons()
         if failed is None:
             return
         if failed:
@@ -272,18 +276,14 @@ class GoalRunner(Crossing):
                 },
             )
             self.checkpoint("done gate blocked by a lesson check", tree)
-        elif missing:
+        elif missing or short:
             tree = self.wt.work_tree_id()
-            self.emit(
-                "done.blocked",
-                None,
-                self.cell.iteration,
-                {
-                    "missing": missing,
-                    "tree": tree,
-                    "detail": "expected files are missing: " + ", ".join(missing),
-                },
-            )
+            lines = ["expected files are missing: " + ", ".join(missing)] if missing else []
+            data: dict[str, Any] = {"missing": missing, "tree": tree}
+            if short:
+                data["expect_short"] = short[:MAX_SHORT_LINES]  # a glob: at most 1,000 chars
+            data["detail"] = fit_text("\n".join(lines + short), 8000)
+            self.emit("done.blocked", None, self.cell.iteration, data)
             self.checkpoint("done gate blocked", tree)
         elif "ship" in self.cell.steps:
             self.gate(
@@ -294,6 +294,16 @@ class GoalRunner(Crossing):
         else:
             self.emit("goal.completed", None, self.cell.iteration, {"commit": self.wt.head()})
             self.checkpoint("completed")
+
+    def expect_shortfalls(self) -> list[str]:
+        """`expect.globs` counted over the commit the gate judges (loop/expect.py)."""
+        from harness.loop.expect import shortfalls
+        from harness.record.changes import goal_base
+
+        def base() -> str | None:
+            return goal_base(self.ledger.records())
+
+        return shortfalls(self.goal.expect_globs, self.wt.path, "HEAD", base)
 
     def resume_cut_off(self) -> None:
         flight = self.cell.in_flight

@@ -187,7 +187,7 @@ class Finisher(Recorder):
         """What in this build's change falls in a destructive class (parks until unparked)."""
         from harness.trust.destructive.classify import classify_changes
         from harness.trust.destructive.diff import parse_diff
-        from harness.trust.destructive.hits import classes_of, split_enforced
+        from harness.trust.destructive.hits import classes_of, owner_rules, split_enforced
         from harness.trust.destructive.summary import summarize
         from harness.trust.destructive.textlike import staged_diff, unseen_changes
 
@@ -195,10 +195,13 @@ class Finisher(Recorder):
         changes = parse_diff(staged_diff(self.wt, base)) + unseen_changes(self.wt, unseen)
         hits, warned = split_enforced(classify_changes(changes, extra), extra)
         # Hits of `enforce: warn` rules are evidence kept for the owners, never a gate.
-        noted = {"warned": [fit_text(h.describe(), 300) for h in warned[:MAX_WARNED]]}
+        noted: dict[str, Any] = {
+            "warned": [fit_text(h.describe(), 300) for h in warned[:MAX_WARNED]]
+        }
+        noted = (noted if warned else {}) | owner_rules(hits, warned)
         if not hits:
-            return noted if warned else {}
-        return (noted if warned else {}) | {
+            return noted
+        return noted | {
             "destructive_classes": list(classes_of(hits)),
             "destructive_detail": fit_text(summarize(hits), 4000),
             "destructive": [fit_text(h.describe(), 300) for h in hits[: MAX_LISTED_PATHS // 4]],

@@ -3,7 +3,8 @@
 The config's `notify:` names a webhook (an HTTP POST of a small JSON document, standard
 library only, with a timeout) and/or a command given the same document on stdin. It fires
 when a goal's advance ends in `parked_at_eyes`, `needs_attention`, `failed` or `completed`
-and its (status, gate) differs from what it was before (docs/specs/notify.md). A failure is
+and its (status, gate) differs from what it was before, and once per stale spell when a
+run or `status --check` finds a goal stale (docs/specs/notify.md). A failure is
 one line on stderr and in `.git/harness/notify.log`; it is never fatal and never retried
 (the next notification is the next transition's).
 """
@@ -23,6 +24,8 @@ from harness.errors import HarnessError
 from harness.loop.steps import child_env
 from harness.model.config import Config, Notify
 from harness.record.cell import Cell, peek_cell
+from harness.record.stale import stale_after
+from harness.store.fsutil import atomic_write, read_no_follow
 from harness.store.gitrepo import Repo
 
 NOTIFIED = frozenset({"parked_at_eyes", "needs_attention", "failed", "completed"})
@@ -62,7 +65,45 @@ def notify_transition(
     settings = config.notify
     if settings is None or after.status not in NOTIFIED or (after.status, after.gate) == before:
         return
-    document = _document(repo, goal_id, before, after)
+    _send(repo, config, settings, _document(repo, goal_id, before, after), env, err)
+
+
+def notify_stale(
+    repo: Repo, config: Config, cell: Cell, env: Mapping[str, str], err: TextIO | None
+) -> None:
+    """Tell once that the goal went stale (the caller found `is_stale`); never raises.
+
+    "Told" is machine-local, `.git/harness/stale-told/<id>.json`, keyed by the cell's
+    `advanced_at` and ledger position: the same stale spell is told once however many
+    runs and checks see it; after the goal advances, its next stale spell is told again."""
+    settings = config.notify
+    if settings is None:
+        return
+    told = repo.harness_dir() / "stale-told" / f"{cell.goal}.json"
+    spell = {"advanced_at": cell.advanced_at, "ledger": str(cell.position)}
+    try:  # not through a link, not a FIFO: whoever can write .git/harness/ can't hang it
+        recorded = read_no_follow(told)
+        if recorded is not None and len(recorded) < 4096 and json.loads(recorded) == spell:
+            return
+    except (OSError, ValueError, HarnessError):
+        pass  # never told (or an unreadable record: telling twice beats never telling)
+    try:  # first the record, then the message: two tellers at once give a duplicate at most
+        told.parent.mkdir(exist_ok=True)
+        atomic_write(told, json.dumps(spell, sort_keys=True).encode() + b"\n")
+    except (OSError, HarnessError) as exc:
+        _record(repo, cell.goal, "stale", f"cannot record it as told: {exc}", err)
+        return
+    _send(repo, config, settings, _stale_document(repo, cell), env, err)
+
+
+def _send(
+    repo: Repo,
+    config: Config,
+    settings: Notify,
+    document: dict[str, object],
+    env: Mapping[str, str],
+    err: TextIO | None,
+) -> None:
     body = json.dumps(document, sort_keys=True).encode("utf-8")
     failures = []
     if settings.webhook is not None:
@@ -70,7 +111,7 @@ def notify_transition(
     if settings.command is not None:
         failures += _command(settings, body, env, config.scrub_env, repo.root)
     for failure in failures:
-        _record(repo, goal_id, document["status"], failure, err)
+        _record(repo, str(document["goal"]), document["status"], failure, err)
 
 
 def _document(repo: Repo, goal_id: str, before: Seen, after: Cell) -> dict[str, object]:
@@ -85,6 +126,26 @@ def _document(repo: Repo, goal_id: str, before: Seen, after: Cell) -> dict[str, 
         "repository": repo.root.name,
         # Slack, Mattermost and Discord-compatible hooks show `text` as it is.
         "text": f"goal-harness: {goal_id} is {after.status}{gate} ({repo.root.name})",
+    }
+
+
+def _stale_document(repo: Repo, cell: Cell) -> dict[str, object]:
+    """The transition document with status `stale`; `previous` is the recorded status."""
+    after = stale_after(cell)
+    return {
+        "goal": cell.goal,
+        "status": "stale",
+        "gate": cell.gate,
+        "previous": cell.status,
+        "iteration": cell.iteration,
+        "ledger_seq": cell.position.seq,
+        "repository": repo.root.name,
+        "advanced_at": cell.advanced_at,
+        "stale_after_s": after,
+        "text": (
+            f"goal-harness: {cell.goal} is stale: nothing advanced it since "
+            f"{cell.advanced_at}, longer than halt.stale_after {after}s ({repo.root.name})"
+        ),
     }
 
 

@@ -32,4 +32,10 @@ def build_prompt(goal: Goal, cell: Cell, lessons: Sequence[Lesson] = ()) -> str:
         ]
     if goal.expect_files:
         parts += ["These files must exist when you are done: " + ", ".join(goal.expect_files), ""]
+    for expect in goal.expect_globs:
+        bound = f"at least {expect.min}" + (
+            f" and at most {expect.max}" if expect.max is not None else ""
+        )
+        new = " new" if expect.new else ""
+        parts += [f"When you are done, {bound}{new} files must match {expect.glob}", ""]
     return "\n".join(parts)

@@ -6,7 +6,7 @@ holds the goal branch makes the same commit id (docs/specs/loop.md, "The ship co
 
 - tree: the signed gate commit's tree without its top-level `ledger/`;
 - parent: the base, the control commit the goal branch was made at (`control_commit` of
-  the first `goal.started`);
+  the first `goal.started`: `harness.record.changes.base_after`);
 - message: the objective's first line, the rest of the objective, then the trailers
   `Harness-Goal: <id>` and `Harness-Ledger: <seq>:<hash>`, the ledger head of the done
   gate that parked the goal at `ship` (what the first ship decision bound);
@@ -22,6 +22,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.record.changes import base_after
 from harness.record.ledger import Position, Record
 from harness.store.gitrepo import HARNESS_EMAIL, HARNESS_NAME, run_git
 
@@ -49,9 +50,8 @@ def ship_source(records: Iterable[Record]) -> ShipSource | None:
     gate: tuple[str, str] | None = None
     for record in records:
         event = record.event
-        if event.type == "goal.started" and base is None:
-            base = event.data.get("control_commit")
-        elif event.type == "goal.gated" and event.data.get("reason") == "ship":
+        base = base_after(base, event)
+        if event.type == "goal.gated" and event.data.get("reason") == "ship":
             gate = (event.data["commit"], str(Position(event.seq, record.hash)))
     if base is None or gate is None:
         return None

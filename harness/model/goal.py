@@ -26,6 +26,11 @@ MAX_OBJECTIVE_CHARS = 32_000
 MAX_GOAL_FILE_BYTES = 256 * 1024
 COMMAND_EXPECTED = "a command: a non-empty string of shell words or a non-empty list of strings"
 RELATIVE_PATH_EXPECTED = "a relative path inside the repository, without '..'"
+GLOB_EXPECTED = (
+    "a glob relative to the repository root, without '..' and not under ledger/ or .harness/"
+)
+# The harness's own folders: an expect glob never counts (or names) a file there.
+HARNESS_TOPS = ("ledger", ".harness")
 SCHEMA = "goal.schema.json"
 
 
@@ -53,6 +58,17 @@ class JudgeSpec:
 
 
 @dataclass(frozen=True)
+class ExpectGlob:
+    """`expect.globs[i]`: at the done gate, the goal's files matching `glob` (only those not
+    in the goal's base commit when `new`) number at least `min` and at most `max`."""
+
+    glob: str
+    min: int = 1
+    max: int | None = None
+    new: bool = False
+
+
+@dataclass(frozen=True)
 class Goal:
     id: str
     owner: str
@@ -67,6 +83,7 @@ class Goal:
     expect_files: tuple[str, ...]
     sha256: str  # hex SHA-256 of the exact file bytes: what an approval signs
     source: str  # the path used in messages, e.g. "goals/fix-login.yaml"
+    expect_globs: tuple[ExpectGlob, ...] = ()
 
     def offline_steps(self) -> list[str]:
         """The steps the goal file says run without network (`network: false`)."""
@@ -164,6 +181,7 @@ def _goal_from(
     halt = halt_from(raw.get("halt", {}), defaults.halt, source, "halt")
     owner = _checked_owner(raw["owner"], owner_principals, source)
     expect_files = _expect_files(raw.get("expect", {}), source)
+    expect_globs = _expect_globs(raw.get("expect", {}), source)
     return Goal(
         id=goal_id,
         owner=owner,
@@ -176,6 +194,7 @@ def _goal_from(
         budget=budget,
         halt=halt,
         expect_files=expect_files,
+        expect_globs=expect_globs,
         sha256=hashlib.sha256(data).hexdigest(),
         source=source,
     )
@@ -274,6 +293,36 @@ def _expect_files(raw: Mapping[str, Any], source: str) -> tuple[str, ...]:
     return tuple(
         _relative_path(path, source, f"expect.files[{index}]") for index, path in enumerate(files)
     )
+
+
+def _expect_globs(raw: Mapping[str, Any], source: str) -> tuple[ExpectGlob, ...]:
+    """`expect.globs`: the schema checked the shape; here what it cannot express."""
+    found = []
+    for index, entry in enumerate(raw.get("globs", [])):
+        key = f"expect.globs[{index}]"
+        glob = _checked_glob(entry["glob"], source, f"{key}.glob")
+        low, high = entry.get("min", 1), entry.get("max")
+        if high is not None and high < low:
+            problem = f"{high} is less than min {low}"
+            raise invalid(source, f"{key}.max", problem, f"a whole number at least min ({low})")
+        found.append(ExpectGlob(glob, low, high, entry.get("new", False)))
+    return tuple(found)
+
+
+def _checked_glob(glob: str, source: str, key: str) -> str:
+    """A glob anchored at the repository root that can only match the goal's own files."""
+    parts = PurePosixPath(glob).parts
+    if any(ord(char) < 32 or ord(char) == 127 for char in glob):
+        problem = "contains a control character"
+    elif glob.startswith("/"):
+        problem = f"{show_value(glob)} is an absolute path"
+    elif ".." in parts:
+        problem = f"{show_value(glob)} leaves the repository through '..'"
+    elif parts and parts[0] in HARNESS_TOPS:
+        problem = f"{show_value(glob)} is under the harness's own {parts[0]}/"
+    else:
+        return glob
+    raise invalid(source, key, problem, GLOB_EXPECTED)
 
 
 def _relative_path(path: str, source: str, key: str) -> str:

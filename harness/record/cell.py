@@ -91,6 +91,19 @@ class Unavailable:
         return not self.given_up() and self.retry_at is not None and now < self.retry_at
 
 
+class RuleCount(NamedTuple):
+    """An owner rule's count over the goal's record: in how many checks it fired, as a
+    blocking rule (`hits`) and as an `enforce: warn` rule (`warned`). The rule is
+    `config:<index>` (a config destructive rule) or `lesson:<name>` (a lesson check)."""
+
+    rule: str
+    hits: int
+    warned: int
+
+
+MAX_RULE_COUNTS = 64  # rules counted per goal: keeps the cell (64 KiB at most) bounded
+
+
 @dataclass(frozen=True)
 class Cell:
     goal: str
@@ -125,6 +138,9 @@ class Cell:
     # time of the last event, which is what last advanced the goal (`status` says stale).
     stale_after_s: int | None = None
     warned: tuple[str, ...] = ()  # the last build's hits of `enforce: warn` rules
+    # Each owner rule's hits and warned counts, by rule id; None: a cell written before
+    # they were kept (hydrate then compares it with the fold without them; cell.md).
+    rule_counts: tuple[RuleCount, ...] | None = None
     advanced_at: str | None = None
     # The work tree id (the tree without ledger/) the harness committed with this cell:
     # evidence of the checkpoint, not a fold of the ledger (what ships must equal it).
@@ -136,6 +152,7 @@ class Cell:
         for name in _TUPLES[2:]:
             raw[name] = list(getattr(self, name))
         raw["sessions"] = [entry.to_list() for entry in self.sessions]
+        raw["rule_counts"] = None if self.rule_counts is None else rule_counts_json(self)
         raw["position"] = {"seq": self.position.seq, "hash": self.position.hash}
         return raw
 
@@ -149,6 +166,30 @@ class Cell:
             if getattr(used, key) >= getattr(limit, key):
                 hits.append(key)
         return hits
+
+
+def rule_counts_json(cell: Cell) -> dict[str, dict[str, int]]:
+    """`{"config:0": {"hits": 0, "warned": 2}, ...}`: the cell's and `status --json`'s form."""
+    counts = cell.rule_counts or ()
+    return {c.rule: {"hits": c.hits, "warned": c.warned} for c in counts}
+
+
+def _rule_counts_from(raw: Any) -> tuple[RuleCount, ...] | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, dict) or len(raw) > MAX_RULE_COUNTS:
+        raise ValueError(f"rule_counts must be a mapping of at most {MAX_RULE_COUNTS} rules")
+    counts = []
+    for rule, entry in sorted(raw.items()):
+        hits, warned = entry["hits"], entry["warned"]
+        if set(entry) != {"hits", "warned"} or not all(_count(n) for n in (hits, warned)):
+            raise ValueError(f"rule_counts.{rule} must be {{hits, warned}} counts")
+        counts.append(RuleCount(str(rule), hits, warned))
+    return tuple(counts)
+
+
+def _count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
 def pending_classes(cell: Cell) -> tuple[str, ...]:
@@ -264,6 +305,7 @@ _OPTIONAL: dict[str, Any] = {
     "stale_after_s": None,
     "advanced_at": None,
     "warned": [],
+    "rule_counts": None,
 }
 
 
@@ -274,6 +316,7 @@ def _cell_from(raw: dict[str, Any], source: str) -> Cell:
         pos = raw.pop("position")
         flight = raw.pop("in_flight")
         unavailable = raw.pop("unavailable")
+        rule_counts = _rule_counts_from(raw.pop("rule_counts"))
         fields: dict[str, Any] = {k: v for k, v in raw.items() if k not in _TUPLES}
         fields.update({name: tuple(raw[name]) for name in _TUPLES[2:]})
         fields["sessions"] = tuple(SessionTotals.from_list(entry) for entry in raw["sessions"])
@@ -284,6 +327,7 @@ def _cell_from(raw: dict[str, Any], source: str) -> Cell:
             position=Position(int(pos["seq"]), str(pos["hash"])),
             in_flight=InFlight(**flight) if flight is not None else None,
             unavailable=Unavailable(**unavailable) if unavailable is not None else None,
+            rule_counts=rule_counts,
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise TrustFailure(f"{source}: the cell's fields are malformed ({exc})") from None

@@ -16,7 +16,26 @@ from dataclasses import dataclass, field
 from harness.record.cell import Cell
 from harness.record.events import WAITING
 from harness.record.fold import apply
-from harness.record.ledger import Position, Record
+from harness.record.ledger import Event, Position, Record
+
+
+def base_after(base: str | None, event: Event) -> str | None:
+    """The goal's base once `event` is read, given the base before it: the commit the goal's
+    work is measured from, `control_commit` of the first `goal.started` (the commit its
+    branch was made at). The one place that says so: the ship commit's parent, `harness
+    diff`'s start and `expect.globs` with `new: true` all read it from here."""
+    if base is None and event.type == "goal.started":
+        found = event.data.get("control_commit")
+        return found if isinstance(found, str) else None
+    return base
+
+
+def goal_base(records: Iterable[Record]) -> str | None:
+    """The goal's base (`base_after`) after its whole ledger."""
+    base: str | None = None
+    for record in records:
+        base = base_after(base, record.event)
+    return base
 
 
 @dataclass
@@ -44,9 +63,8 @@ def goal_changes(records: Iterable[Record], goal_id: str) -> Changes:
         event = record.event
         changes.cell = apply(changes.cell, event, Position(event.seq, record.hash))
         data = event.data
-        if event.type == "goal.started" and changes.base is None:
-            changes.base = data.get("control_commit")
-        elif event.type == "step.started":
+        changes.base = base_after(changes.base, event)
+        if event.type == "step.started":
             base = data.get("base")
             for iteration in open_builds:
                 changes.builds[iteration] = (changes.builds[iteration][0], base)

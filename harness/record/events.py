@@ -93,6 +93,7 @@ class GoalStarted(TypedDict):
     command_classes: NotRequired[list[str]]
     command_detail: NotRequired[str | None]
     command_warned: NotRequired[list[str]]  # hits of `enforce: warn` config rules
+    owner_rules: NotRequired[dict[str, Literal["hit", "warned"]]]  # config rules that fired
     sandbox: NotRequired[Containment]
     objective: NotRequired[str | None]  # the objective's text, for the reports
 
@@ -156,6 +157,7 @@ class StepFinished(TypedDict):
     destructive_detail: NotRequired[str | None]
     destructive: NotRequired[list[str | None]]
     warned: NotRequired[list[str]]  # hits of `enforce: warn` config rules: not a gate
+    owner_rules: NotRequired[dict[str, Literal["hit", "warned"]]]  # config rules that fired
     diff: NotRequired[str]  # the change without ledger/, bounded (record/evidence.py)
     # build, result "unavailable": the model API failed (the tool's own message); this was
     # try `unavailable_try` of `unavailable_tries` in a row, the next is due at `retry_at`
@@ -174,6 +176,7 @@ class DoneBlocked(TypedDict):
     tree: str
     detail: str | None
     lessons_failed: NotRequired[list[str]]
+    expect_short: NotRequired[list[str]]  # `expect.globs` out of bounds, one line each
 
 
 class GoalGated(TypedDict):

@@ -11,9 +11,10 @@ import hashlib
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar, cast
 
-from harness.record.cell import Cell, InFlight, SessionTotals, Spend, Unavailable
+from harness.record.cell import Cell, InFlight, RuleCount, SessionTotals, Spend, Unavailable
 from harness.record.events import AGENT_STEPS, EventType
 from harness.record.ledger import Event, Position
+from harness.record.rulecounts import counted, fired_rules
 
 MAX_NOTE_CHARS = 8_000
 MAX_SESSIONS = 50
@@ -79,7 +80,15 @@ def _on_started(cell: Cell, event: Event) -> Cell:
         owners_commit=data["control_commit"],
         destructive=tuple(data.get("command_classes", ())),
         destructive_detail=data.get("command_detail"),
+        rule_counts=_commands_counted(cell, data),
     )
+
+
+def _commands_counted(cell: Cell, data: Mapping[str, Any]) -> tuple[RuleCount, ...]:
+    """The owner rules the declared step commands fired, counted once per approved version."""
+    before = replace(cell, rule_counts=cell.rule_counts or ())
+    fired = fired_rules(data, None, "command_warned")  # command_detail names no rule ids
+    return counted(before, fired).rule_counts or ()
 
 
 def _on_revised(cell: Cell, event: Event) -> Cell:
@@ -100,6 +109,7 @@ def _on_revised(cell: Cell, event: Event) -> Cell:
         destructive_detail=data.get("command_detail"),
         approved_classes=(),
         unavailable=None,  # a new version (perhaps a fixed agent command) gets fresh tries
+        rule_counts=_commands_counted(cell, data),
     )
 
 
@@ -178,6 +188,7 @@ def _on_step_finished(cell: Cell, event: Event) -> Cell:
             destructive_detail=detail,
             warned=tuple(data.get("warned", ())),
         )
+        cell = _build_counted(cell, data)
         if data.get("result") == "unavailable":
             return _unavailable(cell, event)
         return replace(
@@ -245,8 +256,13 @@ def _remember_session(cell: Cell, data: Mapping[str, Any]) -> Cell:
 
 def _on_done_blocked(cell: Cell, event: Event) -> Cell:
     data = event.data
-    failed = data.get("lessons_failed") or []
-    failing = f"lesson:{failed[0]}" if failed else f"expect.files: {', '.join(data['missing'])}"
+    failed, short = data.get("lessons_failed") or [], data.get("expect_short") or []
+    if failed:
+        failing = f"lesson:{failed[0]}"
+    elif data["missing"] or not short:
+        failing = f"expect.files: {', '.join(data['missing'])}"
+    else:
+        failing = short[0]
     return _repair(cell, failing, data.get("detail"), data["tree"])
 
 
@@ -303,10 +319,20 @@ def _on_owners_rotated(cell: Cell, event: Event) -> Cell:
     return cell
 
 
+def _build_counted(cell: Cell, data: Mapping[str, Any]) -> Cell:
+    fired = fired_rules(data, "destructive", "warned")
+    return counted(cell, fired) if fired else cell
+
+
 def _on_lesson_checked(cell: Cell, event: Event) -> Cell:
-    if not event.data.get("warned"):
+    data = event.data
+    if data.get("passed") is True:
         return cell
-    return replace(cell, warned=(*cell.warned, f"lesson:{event.data['name']} check failed"))
+    rule = f"lesson:{data['name']}"
+    cell = counted(cell, {rule: "warned" if data.get("warned") else "hit"})
+    if not data.get("warned"):
+        return cell
+    return replace(cell, warned=(*cell.warned, f"{rule} check failed"))
 
 
 def _unchanged(cell: Cell, event: Event) -> Cell:

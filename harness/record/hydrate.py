@@ -329,5 +329,8 @@ def _check_working_cell(
             # Written before cells kept the time of their last event: that field alone
             # is not compared; the next cell this harness writes carries it (cell.md).
             folded = replace(folded, advanced_at=None)
+        if working.rule_counts is None:
+            # Written before the owner rules' counts were kept: the same exception.
+            folded = replace(folded, rule_counts=None)
     if working is not None and folded != working:
         raise _refuse(paths, f"the cell does not match the ledger folded up to event {at.seq}")

@@ -99,7 +99,11 @@ class IterationEvidence:
             failed = data.get("lessons_failed") or []
             missing = data.get("missing") or []
             why = f"lesson check failed: {', '.join(map(_text, failed))}" if failed else ""
-            self.note(event.iteration).blocked = why or f"missing: {', '.join(map(_text, missing))}"
+            short = [_text(x) for x in data.get("expect_short") or []]
+            why = why or "; ".join(
+                ([f"missing: {', '.join(map(_text, missing))}"] if missing else []) + short
+            )
+            self.note(event.iteration).blocked = why
 
     def _finished(self, event: Event) -> None:
         data, note = event.data, self.note(event.iteration)

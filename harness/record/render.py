@@ -107,7 +107,9 @@ def _done_blocked(event: Event) -> str:
     data = event.data
     if data.get("lessons_failed"):
         return f"done gate blocked: lesson check failed: {', '.join(data['lessons_failed'])}"
-    return f"done gate blocked: missing {', '.join(data['missing'])}"
+    shown = [f"missing {', '.join(data['missing'])}"] if data["missing"] else []
+    shown += data.get("expect_short") or []
+    return "done gate blocked: " + "; ".join(shown)
 
 
 def _goal_gated(event: Event) -> str:
@@ -173,6 +175,13 @@ def _budget(cell: Cell) -> str:
     )
 
 
+def rules_text(cell: Cell) -> str:
+    """`config:0 hits 0 warned 2; lesson:strict hits 1 warned 0`: each owner rule's counts
+    over the goal's record (record/rulecounts.py), for the reports."""
+    counts = cell.rule_counts or ()
+    return "; ".join(f"{c.rule} hits {c.hits} warned {c.warned}" for c in counts)
+
+
 class MarkdownReport:
     """Accumulates events; `render()` gives report.md. Memory is bounded by the tail size
     and by the evidence of the last REPORT_ITERATIONS iterations (record/evidence.py)."""
@@ -198,6 +207,7 @@ class MarkdownReport:
             ("failing test", cell.failing_test or "-"),
             *([("agent", unavailable_text(cell.unavailable))] if cell.unavailable else []),
             ("budget used", _budget(cell)),
+            *([("owner rules", rules_text(cell))] if cell.rule_counts else []),
             ("goal sha256", cell.goal_sha256 or "-"),
             ("ledger head", str(cell.position)),
         ]

@@ -267,7 +267,7 @@ SCHEMA_CASES: list[tuple[dict[str, object], str]] = [
         "halt: unknown key 'max' (expected one of no_progress_passes, max_passes, "
         "unavailable_tries, unavailable_backoff, stale_after)",
     ),
-    ({"expect.dirs": []}, "expect: unknown key 'dirs' (expected one of files)"),
+    ({"expect.dirs": []}, "expect: unknown key 'dirs' (expected one of files, globs)"),
     ({"version": DELETE}, "version: required key is missing (expected 1)"),
     ({"id": DELETE}, "id: required key is missing (expected the goal id, equal to the file"),
     ({"owner": DELETE}, "owner: required key is missing (expected a principal listed in"),

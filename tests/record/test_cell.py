@@ -162,6 +162,15 @@ def _signed(raw: dict[str, Any]) -> bytes:
         (lambda r: r["limit"].update(turns=True), "limit.turns: True is not a valid budget amount"),
         (lambda r: r.update(status="bogus"), "unknown status 'bogus'"),
         (lambda r: r.pop("position"), "fields are malformed \\('position'\\)"),
+        (lambda r: r.update(rule_counts=[]), "rule_counts must be a mapping"),
+        (lambda r: r.update(rule_counts={"config:0": {"hits": -1, "warned": 0}}), "counts"),
+        (lambda r: r.update(rule_counts={"config:0": {"hits": 1}}), "malformed"),
+        (
+            lambda r: r.update(
+                rule_counts={f"config:{n}": {"hits": 1, "warned": 0} for n in range(65)}
+            ),
+            "at most 64 rules",
+        ),
     ],
 )
 def test_signed_but_malformed_cells_are_refused(
@@ -184,3 +193,44 @@ def test_garbage_cells_are_refused(data: bytes) -> None:
 
 def test_cell_is_pending_until_started() -> None:
     assert Cell(goal="g1").status == "pending"
+
+
+def test_owner_rule_counts_fold_per_check_and_round_trip() -> None:
+    """A build that fired a warn rule on two files counts 1; a lesson check that failed,
+    1 for its lesson; an old event without `owner_rules` is read from its hit lines."""
+    events = [
+        started(),
+        ev(
+            2,
+            "step.finished",
+            "build",
+            1,
+            duration_s=1.0,
+            tree="t",
+            owner_rules={"config:0": "warned"},
+            warned=["a (config:0)", "b (config:0)"],
+        ),
+        ev(
+            3,
+            "step.finished",
+            "build",
+            2,
+            duration_s=1.0,
+            tree="t",
+            warned=["a (config:0)"],
+            destructive=["x (config:1)", "y (rm_rf)"],
+        ),
+        ev(4, "lesson.checked", None, 2, name="strict", passed=False, warned=True),
+        ev(5, "lesson.checked", None, 2, name="kind", passed=False),
+        ev(6, "lesson.checked", None, 2, name="easy", passed=True),
+    ]
+    cell = fold("g1", events)
+    assert [tuple(c) for c in cell.rule_counts or ()] == [
+        ("config:0", 0, 2),
+        ("config:1", 1, 0),
+        ("lesson:kind", 1, 0),
+        ("lesson:strict", 0, 1),
+    ]
+    assert parse_cell(cell_bytes(cell, KEY), "s", "g1", KEY) == cell
+    assert Cell(goal="g1").rule_counts is None  # before goal.started: none kept
+    assert fold("g1", [started()]).rule_counts == ()

@@ -194,7 +194,9 @@ class Collector:
     def on_done_blocked(self, event: Event, before: Cell) -> None:
         failed = ", ".join(names(event.data.get("lessons_failed")))
         missing = ", ".join(names(event.data.get("missing")))
-        why = f"lesson check failed: {failed}" if failed else f"missing: {missing}"
+        short = list(names(event.data.get("expect_short")))
+        gaps = ([f"missing: {missing}"] if missing else []) + short
+        why = f"lesson check failed: {failed}" if failed else "; ".join(gaps)
         self.mark(event, "blocked", "done gate blocked", "warn", why)
 
     def on_lesson_checked(self, event: Event, before: Cell) -> None:

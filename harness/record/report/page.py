@@ -83,6 +83,7 @@ def _header(page: Collector, goal_id: str, verify_note: str) -> str:
         _fact("gate", _gate_fact(cell)),
         _fact("next step", f"{esc(cell.step or 'none')} · iteration {cell.iteration:,}"),
         _fact("failing test", f'<code class="wrap">{esc(cell.failing_test or "-")}</code>'),
+        *([_fact("owner rules", _rules_fact(cell))] if cell.rule_counts else []),
         _fact("approved by", f'<span id="approvers">{esc(approvers or "-")}</span>'),
         _fact("goal sha256", f'<code class="wrap">{esc(cell.goal_sha256 or "-")}</code>'),
         _fact("ledger", _ledger_fact(page)),
@@ -93,6 +94,16 @@ def _header(page: Collector, goal_id: str, verify_note: str) -> str:
         f'<p class="verify">{esc(verify_note)}</p>\n'
         f'<table class="facts">\n{"".join(facts)}</table>\n</header>\n'
     )
+
+
+def _rules_fact(cell: Cell) -> str:
+    """Each owner rule's hits and warned counts: a rule's false alarms before it blocks."""
+    rows = (
+        f'<code>{esc(c.rule)}</code> hits <span class="num">{c.hits:,}</span> warned '
+        f'<span class="num">{c.warned:,}</span>'
+        for c in cell.rule_counts or ()
+    )
+    return f'<span id="rules">{"<br>".join(rows)}</span>'
 
 
 def _ledger_fact(page: Collector) -> str:

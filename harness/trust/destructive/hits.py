@@ -61,6 +61,14 @@ def classes_of(hits: Iterable[Hit]) -> tuple[str, ...]:
     return tuple(sorted({hit.cls for hit in hits}, key=lambda cls: (class_rank(cls), cls)))
 
 
+def owner_rules(blocking: Iterable[Hit], warned: Iterable[Hit]) -> dict[str, object]:
+    """`{"owner_rules": {"config:0": "warned", ...}}`: each config rule that fired, and how
+    (its counts over the goal: record/rulecounts.py); nothing when none fired."""
+    fired = {h.rule: "hit" for h in blocking if h.rule.startswith("config:")}
+    fired |= {h.rule: "warned" for h in warned}
+    return {"owner_rules": dict(sorted(fired.items()))} if fired else {}
+
+
 def split_enforced(
     hits: Iterable[Hit], extra: Sequence[DestructiveRule]
 ) -> tuple[list[Hit], list[Hit]]:
