@@ -36,6 +36,17 @@ class Crossing(Finisher):
         self.emit("decision.used", None, self.cell.iteration, data)
         self.checkpoint(f"decision {statement.decision}")
 
+    def out_of_budget(self, detail: str) -> None:
+        """The run's budget is spent. A one-shot goal waits for a human (extend-budget); a
+        recurring goal's run ends there, and the next run comes at its time with a fresh
+        allowance (its lifetime caps are what stop it for good)."""
+        if self.cell.every_s is None:
+            self.gate("needs_attention", "budget_exhausted", detail)
+            return
+        data = {"detail": detail, "reason": "budget_exhausted"}
+        self.emit("goal.failed", None, self.cell.iteration, data)
+        self.checkpoint(f"run {self.cell.run} failed (budget_exhausted)")
+
     def rotate_owners(self, verdict: Verdict, owners_sha256: str, owners_commit: str) -> None:
         data = {
             "owners_sha256": owners_sha256,

@@ -130,6 +130,11 @@ def _goal_ended(event: Event) -> str:
     return event.type.split(".")[1] + detail
 
 
+def _run_started(event: Event) -> str:
+    data = event.data
+    return f"run {data['run']} started from {str(data['control_commit'])[:12]} (due {data['due_at']})"
+
+
 # One entry per event type (a replay of a million events looks each one up once).
 DESCRIBE: dict[EventType, Callable[[Event], str]] = {
     "goal.started": _goal_started,
@@ -147,6 +152,7 @@ DESCRIBE: dict[EventType, Callable[[Event], str]] = {
     "goal.cancelled": _goal_ended,
     "goal.resumed": _goal_ended,
     "goal.failed": _goal_ended,
+    "run.started": _run_started,
 }
 
 

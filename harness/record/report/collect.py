@@ -255,6 +255,10 @@ class Collector:
         detail = " · ".join(as_text(data[k]) for k in ("detail", "commit", "by") if data.get(k))
         self.mark(event, "end", kind, _END_TONES.get(event.type, "neutral"), detail)
 
+    def on_run_started(self, event: Event, before: Cell) -> None:
+        """A recurring goal's next run: the run before it goes into the list of runs."""
+        self.mark(event, "end", "run.started", "neutral", f"run {event.data['run']}")
+
     def on_other(self, event: Event, before: Cell) -> None:
         """A type the page has no view of its own for: one neutral row naming it."""
         self.mark(event, "other", event.type, "neutral", "")
@@ -283,4 +287,5 @@ HANDLERS: dict[EventType, Callable[[Collector, Event, Cell], None]] = {
     "goal.failed": Collector.on_end,
     "goal.cancelled": Collector.on_end,
     "goal.resumed": Collector.on_end,
+    "run.started": Collector.on_run_started,
 }

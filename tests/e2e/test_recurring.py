@@ -1,0 +1,125 @@
+"""Issue 17, recurring goals (`every:`): runs, run numbers, per-run and lifetime budgets.
+
+Real git, real `harness` processes, the scripted agent and judge (tests/managed.py), and the
+wall clock with a short interval: each test waits for a run to come due.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from datetime import datetime
+from typing import Any
+
+from tests.managed import ManagedFactory, ManagedRepo, base_goal, git
+
+
+def recurring_goal(**extra: Any) -> dict[str, Any]:
+    return base_goal() | {"every": "2s"} | extra
+
+
+def events(repo: ManagedRepo) -> list[dict[str, Any]]:
+    rows = []
+    for segment in sorted((repo.ledger_dir / "events").glob("*.jsonl")):
+        rows += [json.loads(line)["e"] for line in segment.read_text().splitlines()]
+    return rows
+
+
+def wait_until_due(repo: ManagedRepo) -> None:
+    """Sleep until the next run is due by the status the harness shows."""
+    due = repo.status()["next_run_due"]
+    moment = datetime.fromisoformat(due.replace("Z", "+00:00")).timestamp()
+    time.sleep(max(0.0, moment - time.time()) + 0.05)
+
+
+def commit_on_main(repo: ManagedRepo, name: str, text: str) -> str:
+    (repo.root / name).write_text(text)
+    git(repo.root, "add", name)
+    git(repo.root, "commit", "-q", "-m", f"add {name}")
+    return git(repo.root, "rev-parse", "HEAD")
+
+
+def test_three_runs_over_three_intervals_with_one_approval(managed: ManagedFactory) -> None:
+    repo = managed(goal=recurring_goal(), mode="fix-on-1")
+    repo.harness("run", check=0)
+    row = repo.status()
+    assert (row["status"], row["run"]) == ("completed", 1)
+    first_due = row["next_run_due"]
+    # Not due yet: the run is left alone (nothing appended).
+    seq = len(events(repo))
+    repo.harness("run", check=0)
+    assert len(events(repo)) == seq or repo.status()["run"] == 2
+
+    news = commit_on_main(repo, "news.txt", "today's code\n")
+    wait_until_due(repo)
+    repo.harness("run", check=0)
+    row = repo.status()
+    assert (row["status"], row["run"]) == ("completed", 2)
+    started = [e for e in events(repo) if e["type"] == "run.started"]
+    assert [e["data"]["run"] for e in started] == [2]
+    assert started[0]["data"]["control_commit"] == news
+    assert started[0]["data"]["due_at"] == first_due
+    # The run's first commit is today's control tree plus the record, on the goal branch.
+    branch = f"harness/{repo.goal_id}"
+    run_commit = git(repo.root, "log", "--format=%H", "--grep", "run 2 started", branch)
+    assert git(repo.root, "rev-parse", f"{run_commit}:news.txt")
+    assert git(repo.root, "rev-parse", f"{run_commit}:agent.py") == git(
+        repo.root, "rev-parse", f"{news}:agent.py"
+    )
+    ls = git(repo.root, "ls-tree", "--name-only", run_commit)
+    assert "value.txt" not in ls.split()  # run 1's work is not carried into run 2
+    assert (repo.worktree / "news.txt").read_text() == "today's code\n"
+    # Every event of run 2 carries the run number; run 1's carry none.
+    for event in events(repo):
+        assert event.get("run", 1) == (2 if event["seq"] >= started[0]["seq"] else 1)
+
+    wait_until_due(repo)
+    repo.harness("run", check=0)
+    row = repo.status()
+    assert (row["status"], row["run"]) == ("completed", 3)
+    assert len(repo.count("build")) == 3
+    assert repo.harness("verify", check=0).returncode == 0
+
+    replay = repo.harness("replay", repo.goal_id, "--run", "2", check=0).stdout
+    assert "run 2 started" in replay and "run 3 started" not in replay
+    assert replay.count("goal.started") == 0 and replay.count(" completed") == 1
+    full = repo.harness("replay", repo.goal_id, check=0).stdout
+    assert "run 2 started" in full and "run 3 started" in full
+
+
+def test_verify_fails_when_an_event_of_run_2_is_altered(managed: ManagedFactory) -> None:
+    repo = managed(goal=recurring_goal(), mode="fix-on-1")
+    repo.harness("run", check=0)
+    wait_until_due(repo)
+    repo.harness("run", check=0)
+    assert repo.status()["run"] == 2
+    segment = repo.ledger_dir / "events" / "000001.jsonl"
+    lines = segment.read_text().splitlines(keepends=True)
+    index = next(i for i, line in enumerate(lines) if '"run":2' in line and "step.finished" in line)
+    lines[index] = lines[index].replace('"exit_code":0', '"exit_code":1', 1)
+    segment.write_text("".join(lines))
+    proc = repo.harness("verify")
+    assert proc.returncode == 3, proc
+    assert "MAC does not match" in proc.stdout + proc.stderr
+
+
+def test_an_edited_goal_file_stops_the_next_run_until_approved(managed: ManagedFactory) -> None:
+    repo = managed(goal=recurring_goal(), mode="fix-on-1")
+    repo.harness("run", check=0)
+    repo.commit_goal_change(recurring_goal(objective="Make value.txt say right, again.\n"))
+    wait_until_due(repo)
+    proc = repo.harness("run", check=0)
+    assert "waiting for approval" in proc.stderr
+    row = repo.status()
+    assert (row["status"], row["run"]) == ("completed", 1)
+    assert len(repo.count("build")) == 1
+    repo.harness("approve", repo.goal_id, "--key", str(repo.key.private), check=0)
+    git(repo.root, "add", "-A")
+    git(repo.root, "commit", "-q", "-m", "approve the edit")
+    repo.harness("run", check=0)
+    row = repo.status()
+    assert (row["status"], row["run"]) == ("completed", 2)
+    types = [e["type"] for e in events(repo)]
+    revised = types.index("goal.revised")
+    assert types[revised + 1] == "run.started"
+    assert repo.harness("verify", check=0).returncode == 0
