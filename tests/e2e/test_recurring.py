@@ -9,7 +9,10 @@ from __future__ import annotations
 import json
 import time
 from datetime import datetime
+from pathlib import Path
 from typing import Any
+
+import pytest
 
 from tests.managed import ManagedFactory, ManagedRepo, base_goal, git
 
@@ -123,3 +126,119 @@ def test_an_edited_goal_file_stops_the_next_run_until_approved(managed: ManagedF
     revised = types.index("goal.revised")
     assert types[revised + 1] == "run.started"
     assert repo.harness("verify", check=0).returncode == 0
+
+
+SHIP = {"run": ["sh", "-c", 'echo shipped >> "$TEST_COUNTER_DIR/ship.log"']}
+
+
+def test_a_run_parked_at_eyes_blocks_the_next_until_shipped(managed: ManagedFactory) -> None:
+    repo = managed(goal=recurring_goal(ship=SHIP), mode="fix-on-1")
+    repo.harness("run", check=0)
+    assert (repo.status()["gate"], repo.status()["run"]) == ("ship", 1)
+    wait_until_due(repo)
+    repo.harness("run", check=0)  # due, but the run waits for a human: no new run
+    row = repo.status()
+    assert (row["status"], row["gate"], row["run"]) == ("parked_at_eyes", "ship", 1)
+    assert not [e for e in events(repo) if e["type"] == "run.started"]
+
+    repo.harness("ship", repo.goal_id, "--key", str(repo.key.private), check=0)
+    assert (repo.status()["status"], repo.count("ship")) == ("completed", ["shipped"])
+    git(repo.root, "add", "-A")
+    git(repo.root, "commit", "-q", "-m", "record the ship decision")
+    repo.harness("run", check=0)  # its time has come: run 2 starts and parks at ship
+    row = repo.status()
+    assert (row["status"], row["gate"], row["run"]) == ("parked_at_eyes", "ship", 2)
+    assert len(repo.count("build")) == 2
+    assert repo.harness("verify", check=0).returncode == 0
+
+
+def test_three_missed_intervals_give_one_catch_up_run(managed: ManagedFactory) -> None:
+    repo = managed(goal=recurring_goal(), mode="fix-on-1")
+    repo.harness("run", check=0)
+    first = repo.status()
+    time.sleep(3 * 2 + 0.3)  # the runner was down for three intervals
+    repo.harness("run", check=0)
+    row = repo.status()
+    started = [e for e in events(repo) if e["type"] == "run.started"]
+    assert (row["run"], len(started), len(repo.count("build"))) == (2, 1, 2)
+    # It was due at the first run's start plus every; the next is due an interval after
+    # the catch-up run's own start, not at the missed slots.
+    assert started[0]["data"]["due_at"] == first["next_run_due"]
+    assert row["run_started_at"] == started[0]["ts"]
+    run_start = datetime.fromisoformat(started[0]["ts"].replace("Z", "+00:00"))
+    due = datetime.fromisoformat(row["next_run_due"].replace("Z", "+00:00"))
+    assert (due - run_start).total_seconds() == 2
+
+
+RUN_START_POINTS = [
+    ("after_append", 1),  # run.started appended, nothing else written
+    ("run_cell_written", 1),
+    ("run_before_commit", 1),
+    ("run_before_reset", 1),
+    ("run_after_reset", 1),
+]
+
+
+def _killed_at_run_start(managed: ManagedFactory, point: str, nth: int) -> ManagedRepo:
+    repo = managed(goal=recurring_goal(), mode="fix-on-1")
+    repo.harness("run", check=0)
+    commit_on_main(repo, "news.txt", "today's code\n")
+    wait_until_due(repo)
+    killed = repo.harness("run", env=repo.env | {"HARNESS_FAILPOINT": f"{point}@{nth}"})
+    assert killed.returncode == -9, killed
+    assert [e["type"] for e in events(repo)][-1] == "run.started"
+    return repo
+
+
+def _finished_like_an_uninterrupted_run(repo: ManagedRepo) -> None:
+    row = repo.status()
+    assert (row["status"], row["run"]) == ("completed", 2)
+    types = [e["type"] for e in events(repo)]
+    assert types.count("run.started") == 1 and len(repo.count("build")) == 2
+    branch = f"harness/{repo.goal_id}"
+    starts = git(repo.root, "log", "--format=%H", "--grep", "run 2 started", branch).split()
+    assert len(starts) == 1
+    main = git(repo.root, "rev-parse", "main")
+    shown = ["ls-tree", "-r", "--name-only"]
+    assert set(git(repo.root, *shown, starts[0]).split()) - set(
+        git(repo.root, *shown, main).split()
+    ) == {p for p in git(repo.root, *shown, starts[0]).split() if p.startswith("ledger/g1/")}
+    assert (repo.worktree / "news.txt").is_file()
+    assert git(repo.worktree, "status", "--porcelain") == ""
+    assert repo.harness("verify", check=0).returncode == 0
+
+
+@pytest.mark.parametrize(("point", "nth"), RUN_START_POINTS)
+def test_killed_while_run_2_starts_then_resumed(
+    managed: ManagedFactory, point: str, nth: int
+) -> None:
+    repo = _killed_at_run_start(managed, point, nth)
+    assert repo.harness("verify").returncode == 0
+    repo.harness("run", check=0)
+    _finished_like_an_uninterrupted_run(repo)
+
+
+def test_killed_mid_reset_resumes_and_lets_no_edited_byte_through(
+    managed: ManagedFactory,
+) -> None:
+    repo = _killed_at_run_start(managed, "run_before_reset", 1)
+    # What a reset cut half-way (or anyone meanwhile) leaves: the old run's files, one new
+    # file missing, an edited script, and git's lock of the index.
+    (repo.worktree / "agent.py").write_text("raise SystemExit('not the committed agent')\n")
+    (repo.worktree / ".git").read_text()  # a linked worktree: its index sits in the admin dir
+    admin = Path(git(repo.worktree, "rev-parse", "--absolute-git-dir"))
+    (admin / "index.lock").write_text("")
+    repo.harness("run", check=0)
+    _finished_like_an_uninterrupted_run(repo)
+
+
+def test_a_foreign_branch_head_while_run_2_starts_is_tamper(managed: ManagedFactory) -> None:
+    repo = _killed_at_run_start(managed, "run_before_commit", 1)
+    # Someone commits on the goal branch before the run's commit is made.
+    (repo.worktree / "value.txt").write_text("forged\n")
+    git(repo.worktree, "add", "value.txt")
+    git(repo.worktree, "commit", "-q", "-m", "not the harness")
+    repo.harness("run")
+    row = repo.status()
+    assert (row["status"], row["gate"]) == ("needs_attention", "tamper")
+    assert len(repo.count("build")) == 1
