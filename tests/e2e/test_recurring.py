@@ -242,3 +242,58 @@ def test_a_foreign_branch_head_while_run_2_starts_is_tamper(managed: ManagedFact
     row = repo.status()
     assert (row["status"], row["gate"]) == ("needs_attention", "tamper")
     assert len(repo.count("build")) == 1
+
+
+def test_a_spent_run_ends_and_the_next_gets_a_fresh_allowance(managed: ManagedFactory) -> None:
+    # Each build reports $0.25; the judge never passes: two builds spend the run's $0.50.
+    goal = recurring_goal(budget={"max_iterations": 5, "max_cost_usd": 0.5})
+    repo = managed(goal=goal | {"lifetime": {"max_cost_usd": 0.75}}, mode="never")
+    repo.harness("run", check=0)
+    row = repo.status()
+    assert (row["status"], row["gate"], row["run"]) == ("failed", None, 1)
+    assert row["budget_used"]["cost_usd"] == 0.5 and len(repo.count("build")) == 2
+    failed = [e for e in events(repo) if e["type"] == "goal.failed"]
+    assert failed[0]["data"] == {"detail": "cost_usd 0.5/0.5", "reason": "budget_exhausted"}
+    wait_until_due(repo)
+    repo.harness("run", check=0)
+    row = repo.status()
+    # Run 2 started with a fresh $0.50; after one build the lifetime's $0.75 is reached.
+    assert (row["run"], row["budget_used"]["cost_usd"]) == (2, 0.25)
+    assert (row["status"], row["gate"]) == ("needs_attention", "lifetime_exhausted")
+    assert row["gate_detail"] == "cost_usd 0.75/0.75 over 2 runs"
+    assert row["lifetime_used"]["cost_usd"] == 0.75 and row["lifetime_limit"]["cost_usd"] == 0.75
+    assert "lifetime: cost_usd=0.75/0.75" in repo.harness("status", check=0).stdout
+    wait_until_due(repo)
+    repo.harness("run", check=0)  # stopped for good: no run, no build
+    assert (repo.status()["gate"], len(repo.count("build"))) == ("lifetime_exhausted", 3)
+
+
+def test_max_runs_stops_the_goal_until_a_revision_raises_it(managed: ManagedFactory) -> None:
+    repo = managed(goal=recurring_goal(lifetime={"max_runs": 2}), mode="fix-on-1")
+    repo.harness("run", check=0)
+    wait_until_due(repo)
+    repo.harness("run", check=0)
+    wait_until_due(repo)
+    repo.harness("run", check=0)
+    row = repo.status()
+    assert (row["status"], row["gate"], row["run"]) == ("needs_attention", "lifetime_exhausted", 2)
+    assert row["gate_detail"] == "runs 2/2 over 2 runs"
+    unpark = repo.harness("unpark", repo.goal_id, "--key", str(repo.key.private))
+    assert unpark.returncode != 0  # only a revised, approved goal crosses it
+    repo.commit_goal_change(recurring_goal(lifetime={"max_runs": 3}))
+    repo.harness("approve", repo.goal_id, "--key", str(repo.key.private), check=0)
+    git(repo.root, "add", "-A")
+    git(repo.root, "commit", "-q", "-m", "approve three runs")
+    repo.harness("run", check=0)
+    row = repo.status()
+    assert (row["status"], row["run"], len(repo.count("build"))) == ("completed", 3, 3)
+    assert repo.harness("verify", check=0).returncode == 0
+
+
+def test_lifetime_without_every_is_invalid_input(managed: ManagedFactory) -> None:
+    repo = managed(goal=base_goal() | {"lifetime": {"max_runs": 2}}, approve=False)
+    proc = repo.harness("check")
+    assert proc.returncode == 2, proc
+    text = proc.stdout + proc.stderr
+    assert "goals/g1.yaml" in text and "lifetime" in text and "every" in text
+    assert "Traceback" not in text
