@@ -332,11 +332,7 @@ def replay(goal_id: str, fmt: str, out_file: Path | None, run_number: int | None
     """
     from harness.commands.replay import replay as run_replay
 
-    _done(
-        run_replay(
-            _cwd(), goal_id, fmt, out_file, _env(), sys.stdout.buffer, run=run_number
-        )
-    )
+    _done(run_replay(_cwd(), goal_id, fmt, out_file, _env(), sys.stdout.buffer, run=run_number))
 
 
 @cli.command()

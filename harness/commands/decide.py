@@ -32,8 +32,8 @@ from harness.store.remote import runner_id
 from harness.trust.approvals import SignedRecord, append_record, load_approval_file
 from harness.trust.decisions import (
     EXTENDABLE_GATES,
-    SHIP_GATES,
     REVISION_ONLY_GATES,
+    SHIP_GATES,
     SHIP_ONLY_GATES,
     parse_extension,
 )

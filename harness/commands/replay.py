@@ -32,7 +32,9 @@ def replay(
     if run is not None and run < 1:
         raise InvalidInput(f"--run: {run} (expected a run number, 1 or more)")
     if run is not None and fmt == "html":
-        raise InvalidInput("--run: the html page shows every run (expected --format text, md or json)")
+        raise InvalidInput(
+            "--run: the html page shows every run (expected --format text, md or json)"
+        )
     with open_reading(cwd, env, [goal_id]) as s:
         remote_ref = goal_ref(s.repo, s.control, goal_id)
         with locate(s.repo, goal_id, s.control.branch(goal_id), remote_ref) as found:
@@ -42,12 +44,11 @@ def replay(
 
 
 def _one_run(records: Iterable[Record], run: int) -> Iterator[Record]:
-    """Run `run`'s records (every record is still read and checked); none is bad input."""
+    """Every record (each read and checked); a run the goal does not have is bad input."""
     seen = 0
     for record in records:
         seen = max(seen, record.event.run)
-        if record.event.run == run:
-            yield record
+        yield record
     if seen < run:
         raise InvalidInput(f"--run: {run} (expected a run of the goal: 1 to {seen or 1})")
 
@@ -72,7 +73,9 @@ def _write(
         chunks: Iterable[bytes] = [render_html(ledger.records(), goal_id, note)]
     else:
         records = ledger.records()
-        chunks = replay_chunks(records if run is None else _one_run(records, run), goal_id, fmt)
+        if run is not None:
+            records = _one_run(records, run)
+        chunks = replay_chunks(records, goal_id, fmt, run)
     if out_file is None:
         for chunk in chunks:
             out.write(chunk)

@@ -338,9 +338,7 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def resting(
-    repo: Repo, control: Control, secret: Secret, goal_id: str, now: str
-) -> Cell | None:
+def resting(repo: Repo, control: Control, secret: Secret, goal_id: str, now: str) -> Cell | None:
     """The goal's cell when this run has nothing to do for it, read without loading it.
 
     A finished goal (a recurring one whose next run is not due at `now`), or one waiting at a gate whose goal file and owners are unchanged and

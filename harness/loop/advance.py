@@ -157,7 +157,9 @@ def _loaded_runner(
     )
     runner = GoalRunner(ctx, goal, verdict, wt, paths, loaded, lessons)
     # A kill while run N started: finished before the worktree is compared with the cell.
-    started = finish_run_start(runner, last[0] if last else None, _unsettled(paths, loaded, committed))
+    started = finish_run_start(
+        runner, last[0] if last else None, _unsettled(paths, loaded, committed)
+    )
     if not started or (runner.cell.status not in TERMINAL and not runner.bound()):
         return runner, False
     owed = runner.settle_owed(last[0] if last else None)

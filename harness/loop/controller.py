@@ -202,16 +202,10 @@ class GoalRunner(Crossing):
                 "no_progress",
                 f"failing {cell.failing_test} with an unchanged tree for {cell.no_progress_count} passes",
             )
-        elif cell.step == "build" and cell.lifetime_hits():
-            self.gate("needs_attention", "lifetime_exhausted", cell.lifetime_text())
-        elif cell.step == "build" and cell.exhausted():
-            self.out_of_budget(self.spend_text(cell.exhausted()))
+        elif cell.step == "build" and (cell.lifetime_hits() or cell.exhausted()):
+            self.out_of_budget()
         else:
             self.run(step_named(cell.step), cell.iteration)
-
-    def spend_text(self, keys: list[str]) -> str:
-        used, limit = self.cell.used, self.cell.limit
-        return ", ".join(f"{key} {getattr(used, key)}/{getattr(limit, key)}" for key in keys)
 
     def lessons_for_build(self) -> tuple[Lesson, ...]:
         """Lessons matching the objective or the failing test, and the one whose check failed."""

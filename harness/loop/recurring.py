@@ -26,9 +26,9 @@ from harness.store.gitrepo import (
     HARNESS_NAME,
     Worktree,
     installed_git,
-    needs_ref_fsync,
     run_git,
 )
+from harness.store.gitversion import needs_ref_fsync
 
 if TYPE_CHECKING:
     from harness.loop.controller import GoalRunner

@@ -20,6 +20,7 @@ from harness.errors import invalid
 from harness.model import yamlutil
 from harness.model.limits import (
     COST_EXPECTED,
+    MAX_DURATION_SECONDS,
     Budget,
     Defaults,
     Halt,
@@ -179,6 +180,10 @@ def _goal_from(
     owner = _checked_owner(raw["owner"], owner_principals, source)
     expect_files = _expect_files(raw.get("expect", {}), source)
     every_s, lifetime = _recurrence(raw, source)
+    if every_s is not None and "stale_after" not in raw.get("halt", {}):
+        # A recurring goal is stale when two runs in a row did not come (cli.md, status).
+        stale_after = min(2 * every_s, MAX_DURATION_SECONDS)
+        halt = dataclasses.replace(halt, stale_after_s=stale_after)
     return Goal(
         id=goal_id,
         owner=owner,

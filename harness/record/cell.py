@@ -10,8 +10,8 @@ from __future__ import annotations
 import hashlib
 import hmac
 import math
-from datetime import datetime, timedelta
 from dataclasses import asdict, dataclass, field
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, NamedTuple
 

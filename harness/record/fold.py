@@ -180,7 +180,10 @@ def _spend(cell: Cell, event: Event) -> Cell:
     if life is None:
         return replace(cell, in_flight=None, used=spent)
     life = replace(
-        life, seconds=life.seconds + seconds, cost_usd=life.cost_usd + cost, turns=life.turns + turns
+        life,
+        seconds=life.seconds + seconds,
+        cost_usd=life.cost_usd + cost,
+        turns=life.turns + turns,
     )
     return replace(cell, in_flight=None, used=spent, lifetime_used=life)
 
@@ -323,9 +326,7 @@ def _on_cancelled(cell: Cell, event: Event) -> Cell:
 
 def _on_failed(cell: Cell, event: Event) -> Cell:
     detail, ended = event.data.get("detail"), _ended(cell, "failed")
-    return replace(
-        cell, status="failed", step=None, gate=None, gate_detail=detail, run_ended=ended
-    )
+    return replace(cell, status="failed", step=None, gate=None, gate_detail=detail, run_ended=ended)
 
 
 def _on_run_started(cell: Cell, event: Event) -> Cell:

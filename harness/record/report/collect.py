@@ -33,6 +33,7 @@ from harness.record.report.model import (
     Window,
 )
 from harness.record.report.safe import as_text, cut, finite, names
+from harness.record.runs import Runs
 
 SHOWN_PATHS = 5
 
@@ -122,6 +123,7 @@ class Collector:
         self.cut_off: set[tuple[str, int]] = set()
         self.open_gate: Gate | None = None
         self.evidence = IterationEvidence(goal_id)  # what a reviewer reads (record/notes.py)
+        self.runs = Runs()  # a recurring goal's runs (record/runs.py)
 
     def add(self, record: Record) -> None:
         event = record.event
@@ -135,6 +137,7 @@ class Collector:
         handler = HANDLERS.get(cast(EventType, event.type), Collector.on_other)
         handler(self, event, before)
         self.evidence.add(event)
+        self.runs.add(event)
 
     def row(self, iteration: int, row: Row) -> None:
         """Rows group by iteration in ledger order; a new number starts a new group."""
