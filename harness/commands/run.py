@@ -202,6 +202,7 @@ def _nothing_ran(outcomes: list[dict[str, Any]]) -> str | None:
         f"{o['id']} waits for a decision ({o['status']}, gate {o['gate']})"
         if o["status"] in WAITING
         else f"{o['id']} {o['status']}"
+        + (f" (run {o['run']}; the next is due {o['next_run_due']})" if "run" in o else "")
         for o in outcomes
     ]
     return "nothing to run: " + "; ".join(parts)
@@ -261,7 +262,14 @@ def _run_one(
     waiting = cell.unavailable if cell.status == "running" and cell.unavailable else None
     if waiting is not None and waiting.retry_at is not None and not quiet:
         err.write(f"harness: {goal_id}: waiting: {unavailable_text(waiting)}\n")
-    return {"id": goal_id, "result": "ok", "exit_code": 0, "status": cell.status, "gate": cell.gate}
+    due = cell.next_run_due()  # a recurring goal's; no key for a one-shot goal
+    return {
+        "id": goal_id,
+        "result": "ok",
+        "exit_code": 0,
+        "status": cell.status,
+        "gate": cell.gate,
+    } | ({"run": cell.run, "next_run_due": due} if due is not None else {})
 
 
 def _waits_for_approval(goal_id: str, exc: NotApproved, err: TextIO, quiet: bool) -> dict[str, Any]:

@@ -214,8 +214,9 @@ def _waits_for_approval(control: Control, goal_id: str, cell: Cell) -> bool:
     """Whether `harness run` would skip the goal as not (re-)approved yet (cli.md).
 
     Only for a goal not finished and not already at a gate (the gate says what it waits
-    for); a broken or forged approval is not "waiting": `run` refuses it (exit 3)."""
-    if cell.status in TERMINAL or cell.status in WAITING:
+    for); a broken or forged approval is not "waiting": `run` refuses it (exit 3). A
+    recurring goal between runs is not finished: its next run waits for the approval."""
+    if cell.status in WAITING or (cell.status in TERMINAL and cell.every_s is None):
         return False
     try:
         sha256 = hashlib.sha256(control.goal_bytes(goal_id)).hexdigest()
