@@ -22,7 +22,7 @@ from harness.record.ledger import Position, Record
 @dataclass
 class Changes:
     cell: Cell
-    base: str | None = None  # the control commit the goal branch was made at
+    base: str | None = None  # the control commit the goal branch (or its last run) started at
     completed: str | None = None  # the commit goal.completed names
     # iteration -> (the commit before its build, the commit holding its change or None:
     # the branch head, when nothing started after it)
@@ -46,6 +46,11 @@ def goal_changes(records: Iterable[Record], goal_id: str) -> Changes:
         data = event.data
         if event.type == "goal.started" and changes.base is None:
             changes.base = data.get("control_commit")
+        elif event.type == "run.started":
+            # A recurring goal's next run: its change is against today's control commit.
+            changes.base, changes.completed = data.get("control_commit"), None
+            changes.builds.clear()
+            open_builds.clear()
         elif event.type == "step.started":
             base = data.get("base")
             for iteration in open_builds:

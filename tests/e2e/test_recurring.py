@@ -77,6 +77,8 @@ def test_three_runs_over_three_intervals_with_one_approval(managed: ManagedFacto
     for event in events(repo):
         assert event.get("run", 1) == (2 if event["seq"] >= started[0]["seq"] else 1)
 
+    diff = repo.harness("diff", repo.goal_id, "--stat", check=0).stdout
+    assert "value.txt" in diff and "news.txt" not in diff  # run 2's change, on its base
     wait_until_due(repo)
     repo.harness("run", check=0)
     row = repo.status()
