@@ -131,7 +131,7 @@ def test_an_edited_goal_file_stops_the_next_run_until_approved(managed: ManagedF
     assert repo.harness("verify", check=0).returncode == 0
 
 
-SHIP = {"run": ["sh", "-c", 'echo shipped >> "$TEST_COUNTER_DIR/ship.log"']}
+SHIP = {"run": ["sh", "-c", 'echo "$HARNESS_SHIP_BASE" >> "$TEST_COUNTER_DIR/ship.log"']}
 
 
 def test_a_run_parked_at_eyes_blocks_the_next_until_shipped(managed: ManagedFactory) -> None:
@@ -144,14 +144,19 @@ def test_a_run_parked_at_eyes_blocks_the_next_until_shipped(managed: ManagedFact
     assert (row["status"], row["gate"], row["run"]) == ("parked_at_eyes", "ship", 1)
     assert not [e for e in events(repo) if e["type"] == "run.started"]
 
+    first_base = git(repo.root, "rev-parse", "main")
     repo.harness("ship", repo.goal_id, "--key", str(repo.key.private), check=0)
-    assert (repo.status()["status"], repo.count("ship")) == ("completed", ["shipped"])
+    assert (repo.status()["status"], repo.count("ship")) == ("completed", [first_base])
     git(repo.root, "add", "-A")
     git(repo.root, "commit", "-q", "-m", "record the ship decision")
     repo.harness("run", check=0)  # its time has come: run 2 starts and parks at ship
     row = repo.status()
     assert (row["status"], row["gate"], row["run"]) == ("parked_at_eyes", "ship", 2)
     assert len(repo.count("build")) == 2
+    # Run 2 ships its own change, on the control commit it started from.
+    second_base = git(repo.root, "rev-parse", "main")
+    repo.harness("ship", repo.goal_id, "--key", str(repo.key.private), check=0)
+    assert repo.count("ship") == [first_base, second_base]
     assert repo.harness("verify", check=0).returncode == 0
 
 
@@ -332,7 +337,7 @@ def test_cancel_ends_the_run_and_the_next_comes_at_its_time(managed: ManagedFact
     repo.harness("run", check=0)
     row = repo.status()
     assert (row["status"], row["gate"], row["run"]) == ("parked_at_eyes", "ship", 2)
-    assert repo.count("ship") == []
+    assert repo.count("ship") == []  # the cancelled run never shipped
 
 
 def test_runs_push_fast_forward_and_verify_in_another_clone(
