@@ -312,13 +312,13 @@ def test_reports_list_the_runs_and_a_recurring_goal_goes_stale(managed: ManagedF
     repo.harness("run", check=0)
     wait_until_due(repo)
     repo.harness("run", check=0)
+    row = repo.status()
+    assert (row["stale_after_s"], row["stale"]) == (2, False)
     report = (repo.ledger_dir / "report.md").read_text()
     assert "## Runs" in report
     assert "| 1 |" in report and "| 2 |" in report and "| completed | $0.25 |" in report
     page = repo.harness("replay", repo.goal_id, "--format", "html", check=0).stdout
     assert '<section id="runs">' in page and page.count('<tr class="run">') == 2
-    row = repo.status()
-    assert (row["stale_after_s"], row["stale"]) == (2, False)
     time.sleep(2.3)  # two intervals and no run came: its runner has stopped
     row = repo.status()
     assert (row["status"], row["stale"]) == ("completed", True)
