@@ -318,14 +318,21 @@ def status(goal_ids: tuple[str, ...], as_json: bool, check_: bool) -> None:
     type=click.Path(path_type=Path),
     help="Write to this file instead of stdout.",
 )
-def replay(goal_id: str, fmt: str, out_file: Path | None) -> None:
+@click.option(
+    "--run",
+    "run_number",
+    type=int,
+    default=None,
+    help="Only this run of a recurring goal (default: every run).",
+)
+def replay(goal_id: str, fmt: str, out_file: Path | None, run_number: int | None) -> None:
     """Render a goal's record from its ledger alone.
 
     Example: harness replay fix-login-timeout --format md --out report.md
     """
     from harness.commands.replay import replay as run_replay
 
-    _done(run_replay(_cwd(), goal_id, fmt, out_file, _env(), sys.stdout.buffer))
+    _done(run_replay(_cwd(), goal_id, fmt, out_file, _env(), sys.stdout.buffer, run=run_number))
 
 
 @cli.command()

@@ -32,6 +32,7 @@ from harness.store.remote import runner_id
 from harness.trust.approvals import SignedRecord, append_record, load_approval_file
 from harness.trust.decisions import (
     EXTENDABLE_GATES,
+    REVISION_ONLY_GATES,
     SHIP_GATES,
     SHIP_ONLY_GATES,
     parse_extension,
@@ -241,6 +242,11 @@ def _decision_for(cell: Cell, goal_id: str, extend: str | None, *, ship: bool) -
         return "ship"
     if gate in SHIP_ONLY_GATES:
         raise InvalidInput(f"goal {goal_id}: waits at gate {gate} (use `harness ship`)")
+    if gate in REVISION_ONLY_GATES:
+        raise InvalidInput(
+            f"goal {goal_id}: waits at gate {gate} ({cell.gate_detail}): no decision crosses "
+            f"it (expected a higher cap under lifetime in goals/{goal_id}.yaml, approved)"
+        )
     if extend is None:
         if gate in EXTENDABLE_GATES:
             key = _blocking(cell, gate)[0]

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import BinaryIO, TextIO
 
 from harness.commands.remote_goal import UNVERIFIED, goal_ref, open_reading, reading_ledger
 from harness.errors import InvalidInput
-from harness.record.ledger import Ledger
+from harness.record.ledger import Ledger, Record
 from harness.record.locate import locate
 from harness.record.render import replay_chunks
 from harness.store.fsutil import atomic_write
@@ -25,19 +25,42 @@ def replay(
     env: Mapping[str, str],
     out: BinaryIO,
     err: TextIO = sys.stderr,
+    run: int | None = None,
 ) -> int:
     if fmt not in FORMATS:
         raise InvalidInput(f"--format: {fmt!r} (expected one of {', '.join(FORMATS)})")
+    if run is not None and run < 1:
+        raise InvalidInput(f"--run: {run} (expected a run number, 1 or more)")
+    if run is not None and fmt == "html":
+        raise InvalidInput(
+            "--run: the html page shows every run (expected --format text, md or json)"
+        )
     with open_reading(cwd, env, [goal_id]) as s:
         remote_ref = goal_ref(s.repo, s.control, goal_id)
         with locate(s.repo, goal_id, s.control.branch(goal_id), remote_ref) as found:
             ledger = reading_ledger(found.paths.events, goal_id, s.secret, err)
-            _write(ledger, goal_id, fmt, out_file, out, s.secret is None)
+            _write(ledger, goal_id, fmt, out_file, out, s.secret is None, run)
     return 0
 
 
+def _one_run(records: Iterable[Record], run: int) -> Iterator[Record]:
+    """Every record (each read and checked); a run the goal does not have is bad input."""
+    seen = 0
+    for record in records:
+        seen = max(seen, record.event.run)
+        yield record
+    if seen < run:
+        raise InvalidInput(f"--run: {run} (expected a run of the goal: 1 to {seen or 1})")
+
+
 def _write(
-    ledger: Ledger, goal_id: str, fmt: str, out_file: Path | None, out: BinaryIO, unverified: bool
+    ledger: Ledger,
+    goal_id: str,
+    fmt: str,
+    out_file: Path | None,
+    out: BinaryIO,
+    unverified: bool,
+    run: int | None = None,
 ) -> None:
     if fmt == "html":
         from harness.record.report.page import render_html
@@ -49,7 +72,10 @@ def _write(
         )
         chunks: Iterable[bytes] = [render_html(ledger.records(), goal_id, note)]
     else:
-        chunks = replay_chunks(ledger.records(), goal_id, fmt)
+        records = ledger.records()
+        if run is not None:
+            records = _one_run(records, run)
+        chunks = replay_chunks(records, goal_id, fmt, run)
     if out_file is None:
         for chunk in chunks:
             out.write(chunk)

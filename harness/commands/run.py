@@ -139,7 +139,8 @@ def _run(
         # With --push the branch may have moved on the remote: the resting answer holds
         # only when the local branch is where the remote's was fetched (nothing to sync).
         rests = remote is None or remote.in_step(control.branch(goal_id))
-        cell = resting(repo, control, secret, goal_id) if rests else None
+        now = clock.now() if clock is not None else _now()
+        cell = resting(repo, control, secret, goal_id, now) if rests else None
         if cell is not None:
             return cell
         from harness.loop.advance import advance_goal
@@ -234,6 +235,7 @@ def _nothing_ran(outcomes: list[dict[str, Any]]) -> str | None:
         f"{o['id']} waits for a decision ({o['status']}, gate {o['gate']})"
         if o["status"] in WAITING
         else f"{o['id']} {o['status']}"
+        + (f" (run {o['run']}; the next is due {o['next_run_due']})" if "run" in o else "")
         for o in outcomes
     ]
     return "nothing to run: " + "; ".join(parts)
@@ -293,7 +295,14 @@ def _run_one(
     waiting = cell.unavailable if cell.status == "running" and cell.unavailable else None
     if waiting is not None and waiting.retry_at is not None and not quiet:
         err.write(f"harness: {goal_id}: waiting: {unavailable_text(waiting)}\n")
-    return {"id": goal_id, "result": "ok", "exit_code": 0, "status": cell.status, "gate": cell.gate}
+    due = cell.next_run_due()  # a recurring goal's; no key for a one-shot goal
+    return {
+        "id": goal_id,
+        "result": "ok",
+        "exit_code": 0,
+        "status": cell.status,
+        "gate": cell.gate,
+    } | ({"run": cell.run, "next_run_due": due} if due is not None else {})
 
 
 def _waits_for_approval(goal_id: str, exc: NotApproved, err: TextIO, quiet: bool) -> dict[str, Any]:
@@ -363,10 +372,17 @@ def run_parallel(
         return list(pool.map(one, ids))
 
 
-def resting(repo: Repo, control: Control, secret: Secret, goal_id: str) -> Cell | None:
+def _now() -> str:
+    """The wall time in the ledger's format (loop/clock.py's, without importing the loop)."""
+    from datetime import UTC, datetime
+
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def resting(repo: Repo, control: Control, secret: Secret, goal_id: str, now: str) -> Cell | None:
     """The goal's cell when this run has nothing to do for it, read without loading it.
 
-    A finished goal, or one waiting at a gate whose goal file and owners are unchanged and
+    A finished goal (a recurring one whose next run is not due at `now`), or one waiting at a gate whose goal file and owners are unchanged and
     for which no decision names its exact state, needs no ledger scan, no goal parsing and
     no git process of its own (the Control's `cat-file` reads its file and approvals).
     Anything else (or a cell that does not verify) takes the full path, which checks
@@ -387,7 +403,7 @@ def resting(repo: Repo, control: Control, secret: Secret, goal_id: str) -> Cell 
     except GitError:
         return None  # an unreadable object: the full path names it and refuses
     if cell.status in TERMINAL:
-        return cell
+        return None if cell.run_due(now) else cell
     if cell.status not in WAITING:
         return None
     unchanged = hashlib.sha256(control.goal_bytes(goal_id)).hexdigest() == cell.goal_sha256

@@ -171,6 +171,22 @@ def _row(
         "advanced_at": cell.advanced_at,
         "stale_after_s": stale_after(cell),
         "stale": not (waits or moved) and is_stale(cell, SystemClock().now()),
+    } | _recurring(cell)
+
+
+def _recurring(cell: Cell) -> dict[str, Any]:
+    """A recurring goal's run, when its next run is due (not before the run ends), and its
+    spend over all runs with the caps; no keys at all for a one-shot goal."""
+    if cell.every_s is None:
+        return {}
+    used, caps = cell.lifetime_used, cell.lifetime_limit
+    return {
+        "run": cell.run,
+        "every_s": cell.every_s,
+        "run_started_at": cell.run_started_at,
+        "next_run_due": cell.next_run_due(),
+        "lifetime_used": asdict(used) if used else None,
+        "lifetime_limit": {k: v for k, v in asdict(caps).items() if v is not None} if caps else {},
     }
 
 
@@ -197,8 +213,9 @@ def _waits_for_approval(control: Control, goal_id: str, cell: Cell) -> bool:
     """Whether `harness run` would skip the goal as not (re-)approved yet (cli.md).
 
     Only for a goal not finished and not already at a gate (the gate says what it waits
-    for); a broken or forged approval is not "waiting": `run` refuses it (exit 3)."""
-    if cell.status in TERMINAL or cell.status in WAITING:
+    for); a broken or forged approval is not "waiting": `run` refuses it (exit 3). A
+    recurring goal between runs is not finished: its next run waits for the approval."""
+    if cell.status in WAITING or (cell.status in TERMINAL and cell.every_s is None):
         return False
     try:
         sha256 = hashlib.sha256(control.goal_bytes(goal_id)).hexdigest()
@@ -236,6 +253,11 @@ def _line(row: Mapping[str, Any]) -> str:
             f" stale (nothing advanced it since {row['advanced_at']}, longer than "
             f"halt.stale_after {_num(row['stale_after_s'])}s: is its runner still scheduled?)"
         )
+    if "run" in row:
+        line += f" run={row['run']} next_run_due={row['next_run_due']}"
+        caps, used = row["lifetime_limit"], row["lifetime_used"] or {}
+        if caps:
+            line += " lifetime: " + " ".join(f"{k}={_num(used[k])}/{_num(caps[k])}" for k in caps)
     if row.get("waiting_for_approval"):
         line += f" waiting for approval (run `harness approve {row['id']} --key KEY`)"
     if row.get("verified") is False:

@@ -15,6 +15,7 @@ from harness.loop.control import Control
 from harness.loop.controller import GoalRunner
 from harness.loop.guards import ChildRecord
 from harness.loop.lessons import Lesson
+from harness.loop.recurring import finish_run_start, start_next_run
 from harness.loop.sandbox import Place, offline_refusal, resolve
 from harness.model.goal import Goal
 from harness.record.cell import Cell
@@ -89,7 +90,11 @@ def _move_on(
     control, goal = ctx.control, runner.goal
     goal_id = goal.id
     cell = runner.cell
-    if cell.status in TERMINAL or not bound:  # bound: before anything is used or run
+    if not bound:  # before anything is used or run
+        return runner.cell
+    # A finished goal is left alone, unless it recurs and its next run is due (recurring.py).
+    between_runs = cell.status in TERMINAL
+    if between_runs and not cell.run_due(ctx.clock.now()):
         return runner.cell
     records = (*control.approvals(goal_id), *extra)
     started = cell.goal_sha256 is not None
@@ -103,7 +108,8 @@ def _move_on(
         )
         return runner.cell
     if verdict is None:
-        if started and cell.goal_sha256 != goal.sha256:
+        # Between runs an edited goal file waits for approval like a new goal (no gate).
+        if started and cell.goal_sha256 != goal.sha256 and not between_runs:
             _gate_unless_waiting(
                 runner,
                 "goal_changed",
@@ -123,6 +129,7 @@ def _move_on(
         if decision is None:
             return runner.cell
         runner.cross_gate(decision)
+    start_next_run(runner)  # a revision between runs leaves the goal as its last run ended
     return runner.advance()
 
 
@@ -149,7 +156,11 @@ def _loaded_runner(
         paths, ctx.secret.goal_key(goal.id), committed, repair=True, on_record=_keep_last(last)
     )
     runner = GoalRunner(ctx, goal, verdict, wt, paths, loaded, lessons)
-    if runner.cell.status not in TERMINAL and not runner.bound():
+    # A kill while run N started: finished before the worktree is compared with the cell.
+    started = finish_run_start(
+        runner, last[0] if last else None, _unsettled(paths, loaded, committed)
+    )
+    if not started or (runner.cell.status not in TERMINAL and not runner.bound()):
         return runner, False
     owed = runner.settle_owed(last[0] if last else None)
     status = runner.cell.status

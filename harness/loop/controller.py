@@ -32,7 +32,7 @@ from harness.loop.progress import Progress, progress_text
 from harness.loop.prompt import build_prompt
 from harness.loop.recorder import call_id, fit_text
 from harness.loop.sandbox import Contained, Place, Sandbox, contain, resolve
-from harness.loop.spend import budget_limits, remaining_env
+from harness.loop.spend import budget_limits, recurrence, remaining_env
 from harness.loop.steps import StepResult, child_env, run_step
 from harness.model.goal import BuildSpec, Goal, JudgeSpec, StepSpec
 from harness.record.cell import Cell, pending_classes
@@ -120,6 +120,7 @@ class GoalRunner(Crossing):
                 "sandbox": self.sandbox.containment,
                 "objective": fit_text(self.goal.objective, 4000),
             }
+            | recurrence(self.goal)
             | self.command_hits(),
         )
         self.checkpoint(kind.replace("goal.", "goal "))
@@ -204,14 +205,10 @@ class GoalRunner(Crossing):
                 "no_progress",
                 f"failing {cell.failing_test} with an unchanged tree for {cell.no_progress_count} passes",
             )
-        elif cell.step == "build" and cell.exhausted():
-            self.gate("needs_attention", "budget_exhausted", self.spend_text(cell.exhausted()))
+        elif cell.step == "build" and (cell.lifetime_hits() or cell.exhausted()):
+            self.out_of_budget()
         else:
             self.run(step_named(cell.step), cell.iteration)
-
-    def spend_text(self, keys: list[str]) -> str:
-        used, limit = self.cell.used, self.cell.limit
-        return ", ".join(f"{key} {getattr(used, key)}/{getattr(limit, key)}" for key in keys)
 
     def lessons_for_build(self) -> tuple[Lesson, ...]:
         """Lessons matching the objective or the failing test, and the one whose check failed."""

@@ -36,6 +36,26 @@ class Crossing(Finisher):
         self.emit("decision.used", None, self.cell.iteration, data)
         self.checkpoint(f"decision {statement.decision}")
 
+    def spend_text(self, keys: list[str]) -> str:
+        used, limit = self.cell.used, self.cell.limit
+        return ", ".join(f"{key} {getattr(used, key)}/{getattr(limit, key)}" for key in keys)
+
+    def out_of_budget(self) -> None:
+        """A build is next and a budget is spent. A reached lifetime cap stops a recurring
+        goal for good (`lifetime_exhausted`: a revision with a higher cap crosses it). A
+        spent run budget: a one-shot goal waits for a human (extend-budget); a recurring
+        goal's run ends, and the next comes at its time with a fresh allowance."""
+        if self.cell.lifetime_hits():
+            self.gate("needs_attention", "lifetime_exhausted", self.cell.lifetime_text())
+            return
+        detail = self.spend_text(self.cell.exhausted())
+        if self.cell.every_s is None:
+            self.gate("needs_attention", "budget_exhausted", detail)
+            return
+        data = {"detail": detail, "reason": "budget_exhausted"}
+        self.emit("goal.failed", None, self.cell.iteration, data)
+        self.checkpoint(f"run {self.cell.run} failed (budget_exhausted)")
+
     def rotate_owners(self, verdict: Verdict, owners_sha256: str, owners_commit: str) -> None:
         data = {
             "owners_sha256": owners_sha256,

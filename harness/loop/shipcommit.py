@@ -45,13 +45,16 @@ class ShipSource:
 
 
 def ship_source(records: Iterable[Record]) -> ShipSource | None:
-    """The base and the last done gate at `ship`; None when the ledger has neither."""
+    """The base and the last done gate at `ship`; None when the ledger has neither. The
+    base of a recurring goal's run N ≥ 2 is the control commit its `run.started` names."""
     base: str | None = None
     gate: tuple[str, str] | None = None
     for record in records:
         event = record.event
         base = base_after(base, event)
-        if event.type == "goal.gated" and event.data.get("reason") == "ship":
+        if event.type == "run.started":
+            gate = None  # a new run: its own done gate, on its own base
+        elif event.type == "goal.gated" and event.data.get("reason") == "ship":
             gate = (event.data["commit"], str(Position(event.seq, record.hash)))
     if base is None or gate is None:
         return None

@@ -22,6 +22,13 @@ def budget_limits(goal: Goal) -> dict[str, Any]:
     }
 
 
+def recurrence(goal: Goal) -> dict[str, Any]:
+    """`every_s` and `lifetime` for `goal.started`/`goal.revised` (none for a one-shot goal)."""
+    if goal.every_s is None:
+        return {}
+    return {"every_s": goal.every_s, "lifetime": dict(goal.lifetime)}
+
+
 def remaining_env(cell: Cell) -> dict[str, str]:
     """`HARNESS_BUDGET_*`: what is left of each limit as the step starts, never below 0.
 

@@ -6,7 +6,9 @@ is one InvalidInput line naming the file, the key path and what was expected.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
+import math
 import re
 import shlex
 from collections.abc import Collection, Mapping
@@ -16,7 +18,16 @@ from typing import Any
 
 from harness.errors import invalid
 from harness.model import yamlutil
-from harness.model.limits import Budget, Defaults, Halt, budget_from, halt_from, parse_duration
+from harness.model.limits import (
+    COST_EXPECTED,
+    MAX_DURATION_SECONDS,
+    Budget,
+    Defaults,
+    Halt,
+    budget_from,
+    halt_from,
+    parse_duration,
+)
 from harness.model.wording import show_value
 
 GOAL_ID_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
@@ -84,6 +95,10 @@ class Goal:
     sha256: str  # hex SHA-256 of the exact file bytes: what an approval signs
     source: str  # the path used in messages, e.g. "goals/fix-login.yaml"
     expect_globs: tuple[ExpectGlob, ...] = ()
+    # `every`: a recurring goal's interval in seconds (None: one-shot), and its `lifetime`
+    # caps under the cell's names (cost_usd, seconds, turns, runs; a cap not set is absent).
+    every_s: int | None = None
+    lifetime: Mapping[str, float] = dataclasses.field(default_factory=dict)
 
     def offline_steps(self) -> list[str]:
         """The steps the goal file says run without network (`network: false`)."""
@@ -182,6 +197,11 @@ def _goal_from(
     owner = _checked_owner(raw["owner"], owner_principals, source)
     expect_files = _expect_files(raw.get("expect", {}), source)
     expect_globs = _expect_globs(raw.get("expect", {}), source)
+    every_s, lifetime = _recurrence(raw, source)
+    if every_s is not None and "stale_after" not in raw.get("halt", {}):
+        # A recurring goal is stale when two runs in a row did not come (cli.md, status).
+        stale_after = min(2 * every_s, MAX_DURATION_SECONDS)
+        halt = dataclasses.replace(halt, stale_after_s=stale_after)
     return Goal(
         id=goal_id,
         owner=owner,
@@ -197,7 +217,39 @@ def _goal_from(
         expect_globs=expect_globs,
         sha256=hashlib.sha256(data).hexdigest(),
         source=source,
+        every_s=every_s,
+        lifetime=lifetime,
     )
+
+
+def _recurrence(raw: Mapping[str, Any], source: str) -> tuple[int | None, dict[str, float]]:
+    """`every` and `lifetime` (docs/specs/goal-file.md, "Recurring goals")."""
+    every = parse_duration(raw["every"], source, "every") if "every" in raw else None
+    caps = raw.get("lifetime")
+    if caps is None:
+        return every, {}
+    if every is None:
+        raise invalid(
+            source,
+            "lifetime",
+            "lifetime caps are set but the goal does not recur",
+            "an `every: <duration>` beside it, or no lifetime",
+        )
+    lifetime: dict[str, float] = {}
+    if "max_cost_usd" in caps:
+        lifetime["cost_usd"] = _finite_cost(caps["max_cost_usd"], source)
+    if "max_seconds" in caps:
+        lifetime["seconds"] = parse_duration(caps["max_seconds"], source, "lifetime.max_seconds")
+    for key in ("turns", "runs"):
+        if f"max_{key}" in caps:
+            lifetime[key] = caps[f"max_{key}"]
+    return every, lifetime
+
+
+def _finite_cost(value: float, source: str) -> float:
+    if not math.isfinite(value):
+        raise invalid(source, "lifetime.max_cost_usd", f"{value!r} is not finite", COST_EXPECTED)
+    return float(value)
 
 
 def _checked_id(goal_id: str, expected_id: str, source: str) -> str:

@@ -11,11 +11,12 @@ import hashlib
 import hmac
 import math
 from dataclasses import asdict, dataclass, field
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from harness.errors import TrustFailure
-from harness.record.events import STATUSES
+from harness.record.events import STATUSES, TERMINAL
 from harness.record.ledger import START, Position
 from harness.store.fsutil import atomic_write, canonical_json, read_no_follow, strict_json_loads
 
@@ -105,6 +106,29 @@ MAX_RULE_COUNTS = 64  # rules counted per goal: keeps the cell (64 KiB at most) 
 
 
 @dataclass(frozen=True)
+class LifetimeUsed:
+    """A recurring goal's spend over all its runs (`runs`: the runs started)."""
+
+    cost_usd: float = 0.0
+    seconds: float = 0.0
+    turns: int = 0
+    runs: int = 0
+
+
+@dataclass(frozen=True)
+class LifetimeCaps:
+    """The goal file's `lifetime` caps; None: no cap on that amount."""
+
+    cost_usd: float | None = None
+    seconds: float | None = None
+    turns: int | None = None
+    runs: int | None = None
+
+
+LIFETIME_KEYS = ("cost_usd", "seconds", "turns", "runs")
+
+
+@dataclass(frozen=True)
 class Cell:
     goal: str
     status: str = "pending"
@@ -142,6 +166,16 @@ class Cell:
     # they were kept (hydrate then compares it with the fold without them; cell.md).
     rule_counts: tuple[RuleCount, ...] | None = None
     advanced_at: str | None = None
+    # A recurring goal (`every`, docs/specs/cell.md): the run the cell is in, when and from
+    # which control commit it started, how the last run ended (None while one is under way),
+    # the interval, and the spend over all runs with its caps. All default for a one-shot goal.
+    run: int = 1
+    run_started_at: str | None = None
+    run_base: str | None = None
+    run_ended: str | None = None
+    every_s: int | None = None
+    lifetime_limit: LifetimeCaps | None = None
+    lifetime_used: LifetimeUsed | None = None
     # The work tree id (the tree without ledger/) the harness committed with this cell:
     # evidence of the checkpoint, not a fold of the ledger (what ships must equal it).
     tree: str | None = None
@@ -166,6 +200,42 @@ class Cell:
             if getattr(used, key) >= getattr(limit, key):
                 hits.append(key)
         return hits
+
+    def next_run_due(self) -> str | None:
+        """When a recurring goal's next run is due: its run's start plus `every` (so a runner
+        down for several intervals makes one run, due again an interval after it starts)."""
+        if self.every_s is None or self.run_started_at is None:
+            return None
+        start = datetime.fromisoformat(self.run_started_at.replace("Z", "+00:00"))
+        due = start + timedelta(seconds=self.every_s)
+        return due.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+    def run_due(self, now: str) -> bool:
+        """The run has ended and the next is due at `now` (a run waiting for a human is not
+        ended: runs never pile up). Times in the clock's format compare as text."""
+        due = self.next_run_due()
+        return due is not None and self.status in TERMINAL and now >= due
+
+    def lifetime_hits(self, starting: bool = False) -> list[str]:
+        """The lifetime caps the spend over all runs has reached; `runs` (the runs started)
+        only when a run is about to start."""
+        used, caps = self.lifetime_used, self.lifetime_limit
+        if used is None or caps is None or self.every_s is None:
+            return []
+        keys = LIFETIME_KEYS if starting else LIFETIME_KEYS[:3]
+        return [
+            key
+            for key in keys
+            if getattr(caps, key) is not None and getattr(used, key) >= getattr(caps, key)
+        ]
+
+    def lifetime_text(self, starting: bool = False) -> str:
+        """`cost_usd 4.1/4.0 over 7 runs`: each reached cap, used against it."""
+        used, caps = self.lifetime_used, self.lifetime_limit
+        assert used is not None and caps is not None
+        hits = self.lifetime_hits(starting)
+        parts = [f"{k} {getattr(used, k)}/{getattr(caps, k)}" for k in hits]
+        return ", ".join(parts) + f" over {used.runs} run{'s' if used.runs != 1 else ''}"
 
 
 def rule_counts_json(cell: Cell) -> dict[str, dict[str, int]]:
@@ -306,6 +376,13 @@ _OPTIONAL: dict[str, Any] = {
     "advanced_at": None,
     "warned": [],
     "rule_counts": None,
+    "run": 1,
+    "run_started_at": None,
+    "run_base": None,
+    "run_ended": None,
+    "every_s": None,
+    "lifetime_limit": None,
+    "lifetime_used": None,
 }
 
 
@@ -317,6 +394,7 @@ def _cell_from(raw: dict[str, Any], source: str) -> Cell:
         flight = raw.pop("in_flight")
         unavailable = raw.pop("unavailable")
         rule_counts = _rule_counts_from(raw.pop("rule_counts"))
+        caps, spent = raw.pop("lifetime_limit"), raw.pop("lifetime_used")
         fields: dict[str, Any] = {k: v for k, v in raw.items() if k not in _TUPLES}
         fields.update({name: tuple(raw[name]) for name in _TUPLES[2:]})
         fields["sessions"] = tuple(SessionTotals.from_list(entry) for entry in raw["sessions"])
@@ -328,12 +406,36 @@ def _cell_from(raw: dict[str, Any], source: str) -> Cell:
             in_flight=InFlight(**flight) if flight is not None else None,
             unavailable=Unavailable(**unavailable) if unavailable is not None else None,
             rule_counts=rule_counts,
+            lifetime_limit=LifetimeCaps(**caps) if caps is not None else None,
+            lifetime_used=LifetimeUsed(**spent) if spent is not None else None,
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise TrustFailure(f"{source}: the cell's fields are malformed ({exc})") from None
     if cell.status not in STATUSES:
         raise TrustFailure(f"{source}: status: unknown status {cell.status!r}")
+    _check_runs(cell, source)
     return cell
+
+
+def _check_runs(cell: Cell, source: str) -> None:
+    """A recurring goal's numbers are trusted no more than its budget (fail safe)."""
+    if type(cell.run) is not int or cell.run < 1:
+        raise TrustFailure(f"{source}: run: {cell.run!r} is not a run number")
+    for name, record, positive in (
+        ("lifetime_used", cell.lifetime_used, False),
+        ("lifetime_limit", cell.lifetime_limit, True),
+    ):
+        for key in LIFETIME_KEYS if record is not None else ():
+            value = getattr(record, key)
+            if value is None and positive:
+                continue
+            bad = (
+                not isinstance(value, int | float)
+                or isinstance(value, bool)
+                or not math.isfinite(value)
+            )
+            if bad or value < 0 or (positive and value <= 0):
+                raise TrustFailure(f"{source}: {name}.{key}: {value!r} is not a valid amount")
 
 
 def read_cell(path: Path, source: str, goal_id: str, key: bytes) -> Cell | None:

@@ -22,9 +22,10 @@ from harness.record.ledger import Event, Position, Record
 def base_after(base: str | None, event: Event) -> str | None:
     """The goal's base once `event` is read, given the base before it: the commit the goal's
     work is measured from, `control_commit` of the first `goal.started` (the commit its
-    branch was made at). The one place that says so: the ship commit's parent, `harness
+    branch was made at), or of the last `run.started` (a recurring goal's run). The one place that says so: the ship commit's parent, `harness
     diff`'s start and `expect.globs` with `new: true` all read it from here."""
-    if base is None and event.type == "goal.started":
+    if (base is None and event.type == "goal.started") or event.type == "run.started":
+        # A recurring goal's next run is measured from the control commit it started from.
         found = event.data.get("control_commit")
         return found if isinstance(found, str) else None
     return base
@@ -41,7 +42,7 @@ def goal_base(records: Iterable[Record]) -> str | None:
 @dataclass
 class Changes:
     cell: Cell
-    base: str | None = None  # the control commit the goal branch was made at
+    base: str | None = None  # the control commit the goal branch (or its last run) started at
     completed: str | None = None  # the commit goal.completed names
     # iteration -> (the commit before its build, the commit holding its change or None:
     # the branch head, when nothing started after it)
@@ -64,7 +65,12 @@ def goal_changes(records: Iterable[Record], goal_id: str) -> Changes:
         changes.cell = apply(changes.cell, event, Position(event.seq, record.hash))
         data = event.data
         changes.base = base_after(changes.base, event)
-        if event.type == "step.started":
+        if event.type == "run.started":
+            # A recurring goal's next run: its change is against today's control commit.
+            changes.completed = None
+            changes.builds.clear()
+            open_builds.clear()
+        elif event.type == "step.started":
             base = data.get("base")
             for iteration in open_builds:
                 changes.builds[iteration] = (changes.builds[iteration][0], base)

@@ -24,6 +24,7 @@ EventType = Literal[
     "goal.cancelled",
     "goal.resumed",
     "goal.failed",
+    "run.started",
 ]
 EVENT_TYPES: Final[tuple[EventType, ...]] = get_args(EventType)
 
@@ -60,6 +61,7 @@ GateReason = Literal[
     "tamper",
     "read_only_violation",
     "agent_unavailable",
+    "lifetime_exhausted",
 ]
 GATE_REASONS: Final[tuple[GateReason, ...]] = get_args(GateReason)
 DESTRUCTIVE_PREFIX: Final = "destructive:"
@@ -96,6 +98,10 @@ class GoalStarted(TypedDict):
     owner_rules: NotRequired[dict[str, Literal["hit", "warned"]]]  # config rules that fired
     sandbox: NotRequired[Containment]
     objective: NotRequired[str | None]  # the objective's text, for the reports
+    # A recurring goal (`every:`): its interval in seconds and its lifetime caps (`cost_usd`,
+    # `seconds`, `turns`, `runs`; a cap not named is absent); both absent for a one-shot goal.
+    every_s: NotRequired[int]
+    lifetime: NotRequired[dict[str, float]]
 
 
 class StepStarted(TypedDict):
@@ -217,6 +223,15 @@ class GoalResumed(TypedDict):
 
 class GoalFailed(TypedDict):
     detail: str
+    reason: NotRequired[Literal["budget_exhausted"]]  # a recurring goal's run ran out
+
+
+class RunStarted(TypedDict):
+    """A recurring goal's run N ≥ 2 (run 1 is begun by `goal.started`)."""
+
+    run: int
+    control_commit: str  # the control branch's head the run starts from
+    due_at: str  # when the run was due: the previous run's start plus `every`
 
 
 # The data type of each event type: what a reader of `event.data` may rely on.
@@ -236,4 +251,5 @@ EVENT_DATA: Final[dict[EventType, type]] = {
     "goal.cancelled": GoalCancelled,
     "goal.resumed": GoalResumed,
     "goal.failed": GoalFailed,
+    "run.started": RunStarted,
 }

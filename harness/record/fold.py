@@ -11,7 +11,16 @@ import hashlib
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar, cast
 
-from harness.record.cell import Cell, InFlight, RuleCount, SessionTotals, Spend, Unavailable
+from harness.record.cell import (
+    Cell,
+    InFlight,
+    LifetimeCaps,
+    LifetimeUsed,
+    RuleCount,
+    SessionTotals,
+    Spend,
+    Unavailable,
+)
 from harness.record.events import AGENT_STEPS, EventType
 from harness.record.ledger import Event, Position
 from harness.record.rulecounts import counted, fired_rules
@@ -63,9 +72,33 @@ def _limits(data: Mapping[str, Any]) -> Spend:
     return Spend(raw["iterations"], raw["seconds"], raw["cost_usd"], raw["turns"], raw["passes"])
 
 
+def _caps(data: Mapping[str, Any]) -> LifetimeCaps:
+    raw = data.get("lifetime") or {}
+    return LifetimeCaps(raw.get("cost_usd"), raw.get("seconds"), raw.get("turns"), raw.get("runs"))
+
+
+def _recurring(cell: Cell, event: Event) -> Cell:
+    """`every_s` and the lifetime caps of a newly recorded goal version. A goal that becomes
+    recurring counts the run it is in as its first (its spend so far included); one that
+    stops being recurring keeps its lifetime record as it was."""
+    every = event.data.get("every_s")
+    if every is None:
+        return cell if cell.every_s is None else replace(cell, every_s=None)
+    cell = replace(cell, every_s=every, lifetime_limit=_caps(event.data))
+    if cell.lifetime_used is None:
+        used = cell.used
+        spent = LifetimeUsed(used.cost_usd, used.seconds, used.turns, cell.run)
+        cell = replace(cell, lifetime_used=spent)
+    if cell.run_started_at is None:
+        cell = replace(cell, run_started_at=event.ts)
+    return cell
+
+
 def _on_started(cell: Cell, event: Event) -> Cell:
     data = event.data
     steps = tuple(data["steps"])
+    if data.get("every_s") is not None:
+        cell = _recurring(replace(cell, run_base=data["control_commit"]), event)
     return replace(
         cell,
         status="running",
@@ -93,9 +126,11 @@ def _commands_counted(cell: Cell, data: Mapping[str, Any]) -> tuple[RuleCount, .
 
 def _on_revised(cell: Cell, event: Event) -> Cell:
     data = event.data
+    cell = _recurring(cell, event)
     return replace(
         cell,
-        status="running",
+        # Between two runs of a recurring goal the new version waits for the next run.
+        status=cell.run_ended or "running",
         gate=None,
         gate_detail=None,
         steps=tuple(data["steps"]),
@@ -141,15 +176,27 @@ def _on_step_cutoff(cell: Cell, event: Event) -> Cell:
     return replace(cell, in_flight=None)
 
 
-def _spend(cell: Cell, event: Event) -> Spend:
+def _spend(cell: Cell, event: Event) -> Cell:
+    """A finished step's spend, added to the run's and (recurring) the lifetime's."""
     data, used = event.data, cell.used
-    seconds = used.seconds + (data["duration_s"] if event.step in AGENT_STEPS else 0.0)
-    return replace(
+    seconds = data["duration_s"] if event.step in AGENT_STEPS else 0.0
+    cost, turns = data.get("cost_usd", 0.0), data.get("turns", 0)
+    spent = replace(
         used,
-        seconds=seconds,
-        cost_usd=used.cost_usd + data.get("cost_usd", 0.0),
-        turns=used.turns + data.get("turns", 0),
+        seconds=used.seconds + seconds,
+        cost_usd=used.cost_usd + cost,
+        turns=used.turns + turns,
     )
+    life = cell.lifetime_used
+    if life is None:
+        return replace(cell, in_flight=None, used=spent)
+    life = replace(
+        life,
+        seconds=life.seconds + seconds,
+        cost_usd=life.cost_usd + cost,
+        turns=life.turns + turns,
+    )
+    return replace(cell, in_flight=None, used=spent, lifetime_used=life)
 
 
 def _repair(cell: Cell, failing: str | None, feedback: str | None, tree: str) -> Cell:
@@ -170,7 +217,7 @@ def _repair(cell: Cell, failing: str | None, feedback: str | None, tree: str) ->
 
 def _on_step_finished(cell: Cell, event: Event) -> Cell:
     data = event.data
-    cell = replace(cell, in_flight=None, used=_spend(cell, event))
+    cell = _spend(cell, event)
     step, passed = event.step, data.get("result") == "pass"
     if data.get("result") == "violation":
         # Its verdict cannot be trusted and its writes were undone: the same step runs
@@ -277,17 +324,60 @@ def _on_gated(cell: Cell, event: Event) -> Cell:
     )
 
 
+def _ended(cell: Cell, status: str) -> str | None:
+    """How a recurring goal's run ended (None for a one-shot goal: its end is its status)."""
+    return status if cell.every_s is not None else cell.run_ended
+
+
 def _on_completed(cell: Cell, event: Event) -> Cell:
-    return replace(cell, status="completed", step=None, gate=None, gate_detail=None)
+    ended = _ended(cell, "completed")
+    return replace(
+        cell, status="completed", step=None, gate=None, gate_detail=None, run_ended=ended
+    )
 
 
 def _on_cancelled(cell: Cell, event: Event) -> Cell:
-    return replace(cell, status="cancelled", gate=None, gate_detail=None)
+    ended = _ended(cell, "cancelled")
+    return replace(cell, status="cancelled", gate=None, gate_detail=None, run_ended=ended)
 
 
 def _on_failed(cell: Cell, event: Event) -> Cell:
+    detail, ended = event.data.get("detail"), _ended(cell, "failed")
+    return replace(cell, status="failed", step=None, gate=None, gate_detail=detail, run_ended=ended)
+
+
+def _on_run_started(cell: Cell, event: Event) -> Cell:
+    """A recurring goal's next run: the per-run state starts afresh; the lifetime goes on."""
+    data, life = event.data, cell.lifetime_used or LifetimeUsed()
     return replace(
-        cell, status="failed", step=None, gate=None, gate_detail=event.data.get("detail")
+        cell,
+        status="running",
+        step="plan" if "plan" in cell.steps else "build",
+        iteration=1,
+        failing_test=None,
+        feedback=None,
+        plan_notes=None,
+        used=Spend(),
+        gate=None,
+        gate_detail=None,
+        gate_commit=None,
+        no_progress_count=0,
+        no_progress_fingerprint=None,
+        in_flight=None,
+        judge_passed=False,
+        review_passed=False,
+        destructive=(),
+        destructive_detail=None,
+        approved_classes=(),
+        sessions=(),
+        lessons_given=(),
+        unavailable=None,
+        warned=(),
+        run=data["run"],
+        run_started_at=event.ts,
+        run_base=data["control_commit"],
+        run_ended=None,
+        lifetime_used=replace(life, runs=life.runs + 1),
     )
 
 
@@ -299,7 +389,7 @@ def _on_decision(cell: Cell, event: Event) -> Cell:
         return replace(cell, step="ship")
     if crossed == "ship_outcome_unknown":
         # The owner checked the outside world: it shipped. Never retried on its own.
-        return replace(cell, status="completed", step=None)
+        return replace(cell, status="completed", step=None, run_ended=_ended(cell, "completed"))
     if "limits" in data:
         cell = replace(cell, limit=_limits(data))
     if crossed.startswith("destructive:"):
@@ -315,7 +405,8 @@ def _on_owners_rotated(cell: Cell, event: Event) -> Cell:
     data = event.data
     cell = replace(cell, owners_sha256=data["owners_sha256"], owners_commit=data["owners_commit"])
     if cell.gate == "owners_changed":
-        cell = replace(cell, status="running", gate=None, gate_detail=None)
+        # Between two runs of a recurring goal it goes back to how its last run ended.
+        cell = replace(cell, status=cell.run_ended or "running", gate=None, gate_detail=None)
     return cell
 
 
@@ -357,4 +448,5 @@ FOLD: dict[EventType, Callable[[Cell, Event], Cell]] = {
     "goal.cancelled": _on_cancelled,
     "goal.resumed": _unchanged,
     "goal.failed": _on_failed,
+    "run.started": _on_run_started,
 }

@@ -27,6 +27,9 @@ SEGMENT_BYTES = 8 * 1024 * 1024
 MAX_DATA_BYTES = 64 * 1024
 GENESIS = "0" * 64
 EVENT_KEYS = frozenset({"v", "seq", "ts", "type", "goal", "step", "iter", "data", "prev"})
+# An event of a recurring goal's run N ≥ 2 also carries `run` (absent: run 1).
+RUN_EVENT_KEYS = EVENT_KEYS | {"run"}
+RUN_STARTED = "run.started"
 _MAC_TAG = b"harness-event\x00"
 _HEAD = b'{"e":'
 _MAC_OPEN = b',"mac":"'
@@ -63,6 +66,21 @@ class Event:
     iteration: int
     data: Mapping[str, Any]
     prev: str
+    run: int = 1  # the run the event belongs to (the envelope's `run`, absent for run 1)
+
+
+def _run_problem(event: Event, current: int) -> str | None:
+    """Why `event` cannot follow an event of run `current`, or None. A `run.started` opens
+    the next run and carries its number in its data and its envelope; every other event
+    belongs to the run that is open."""
+    if event.type == RUN_STARTED:
+        number = event.data.get("run") if isinstance(event.data, dict) else None
+        if type(number) is not int or number != current + 1 or event.run != number:
+            return f"run.started must open run {current + 1} (data and envelope `run`)"
+        return None
+    if event.run != current:
+        return f"event of run {event.run} inside run {current}: a run was removed or forged"
+    return None
 
 
 @dataclass(frozen=True)
@@ -113,6 +131,11 @@ def segment_name(index: int) -> str:
     return f"{index:06d}.jsonl"
 
 
+def _later_run(raw: Mapping[str, Any]) -> bool:
+    """The envelope's `run` is a whole number ≥ 2 (run 1 is written without it)."""
+    return type(raw["run"]) is int and raw["run"] >= 2
+
+
 def _load_canonical(body: bytes) -> Any:
     """`json.loads(body)` for a body as the ledger writes it (UTF-8, one value, no
     whitespace around it), without the encoding detection and the two whitespace matches
@@ -161,6 +184,7 @@ class Ledger:
         self._mac_base = hmac.new(key, _MAC_TAG, hashlib.sha256)
         self._inner, self._outer = _hmac_states(key, _MAC_TAG)
         self.head = START
+        self.run = 1  # the run the last event belongs to (known once read)
         self.torn: TornTail | None = None
         self._segment_index = 1
         self._segment_size = 0
@@ -184,6 +208,7 @@ class Ledger:
     def records(self) -> Iterator[Record]:
         """Stream and verify every event from the first; sets `head` and `torn` at the end."""
         seq, digest = START.seq, START.hash
+        run = 1
         paths = self.segments()
         for number, path in enumerate(paths, start=1):
             last_segment = number == len(paths)
@@ -202,6 +227,11 @@ class Ledger:
                     record = self._accept(line, name, line_no, seq, digest, size)
                     if record is None:
                         record = self._verify(line, path, line_no, Position(seq, digest), size)
+                    if record.event.run != run or record.event.type == RUN_STARTED:
+                        problem = _run_problem(record.event, run)
+                        if problem is not None:
+                            raise LedgerBroken(path, line_no, problem, record.event.seq)
+                        run = record.event.run
                     seq, digest = record.event.seq, record.hash
                     whole = line_no
                     yield record
@@ -209,6 +239,7 @@ class Ledger:
                 raise LedgerBroken(path, 1, "empty segment")
             self._segment_index, self._segment_size, self._segment_lines = number, size, whole
         self.head = Position(seq, digest)
+        self.run = run
         self._scanned = True
 
     def _accept(
@@ -237,7 +268,7 @@ class Ledger:
         raw = _load_canonical(body)
         if not (
             isinstance(raw, dict)
-            and raw.keys() == EVENT_KEYS
+            and (raw.keys() == EVENT_KEYS or (raw.keys() == RUN_EVENT_KEYS and _later_run(raw)))
             and raw["v"] == FORMAT_VERSION
             and raw["goal"] == self.goal_id
             and raw["seq"] == seq + 1
@@ -305,8 +336,12 @@ class Ledger:
             raw = json.loads(body)
         except ValueError:
             raise LedgerBroken(path, line_no, "event is not valid JSON") from None
-        if not isinstance(raw, dict) or raw.keys() != EVENT_KEYS:
+        if not isinstance(raw, dict) or raw.keys() not in (EVENT_KEYS, RUN_EVENT_KEYS):
             raise LedgerBroken(path, line_no, "event does not have the ledger's fields")
+        if "run" in raw and not _later_run(raw):
+            raise LedgerBroken(
+                path, line_no, f"run {raw['run']!r} is not a whole number ≥ 2 (run 1 names none)"
+            )
         if raw["v"] != FORMAT_VERSION:
             raise LedgerBroken(
                 path,
@@ -326,6 +361,7 @@ class Ledger:
             raw["iter"],
             raw["data"],
             raw["prev"],
+            raw.get("run", 1),
         )
 
     def load(self) -> list[Record]:
@@ -351,11 +387,15 @@ class Ledger:
     def append(
         self, type: str, step: str | None, iteration: int, data: Mapping[str, Any], ts: str
     ) -> Record:
-        """Append one event as one fsynced line; the ledger must have been read first."""
+        """Append one event as one fsynced line; the ledger must have been read first. A
+        `run.started` opens the run its data names; each event carries the open run."""
         if not self._scanned or self.torn is not None:
             raise HarnessError("ledger appended before it was verified")
         seq = self.head.seq + 1
-        event = {
+        run = data["run"] if type == RUN_STARTED else self.run
+        if type == RUN_STARTED and run != self.run + 1:
+            raise HarnessError(f"run.started must open run {self.run + 1}, not {run!r}")
+        event: dict[str, Any] = {
             "v": FORMAT_VERSION,
             "seq": seq,
             "ts": ts,
@@ -366,6 +406,8 @@ class Ledger:
             "data": dict(data),
             "prev": self.head.hash,
         }
+        if run != 1:
+            event["run"] = run
         if len(canonical_json(event["data"])) > MAX_DATA_BYTES:
             raise HarnessError(f"event {type} data exceeds {MAX_DATA_BYTES} bytes")
         body = canonical_json(event)
@@ -380,6 +422,7 @@ class Ledger:
         self.head = Position(seq, digest)
         # Parse back what was written, so live rendering sees exactly what replay will.
         parsed = self._parse(body, path, self._segment_lines)
+        self.run = run
         return Record(parsed, digest, path.name, self._segment_lines, self._segment_size)
 
     def _target(self, size: int) -> Path:

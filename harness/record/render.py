@@ -13,6 +13,7 @@ from harness.record.events import EventType
 from harness.record.fold import apply
 from harness.record.ledger import Event, Position, Record
 from harness.record.notes import IterationEvidence
+from harness.record.runs import Runs
 from harness.record.visible import one_line
 
 REPORT_TAIL_EVENTS = 200
@@ -132,6 +133,13 @@ def _goal_ended(event: Event) -> str:
     return event.type.split(".")[1] + detail
 
 
+def _run_started(event: Event) -> str:
+    data = event.data
+    return (
+        f"run {data['run']} started from {str(data['control_commit'])[:12]} (due {data['due_at']})"
+    )
+
+
 # One entry per event type (a replay of a million events looks each one up once).
 DESCRIBE: dict[EventType, Callable[[Event], str]] = {
     "goal.started": _goal_started,
@@ -149,6 +157,7 @@ DESCRIBE: dict[EventType, Callable[[Event], str]] = {
     "goal.cancelled": _goal_ended,
     "goal.resumed": _goal_ended,
     "goal.failed": _goal_ended,
+    "run.started": _run_started,
 }
 
 
@@ -191,11 +200,13 @@ class MarkdownReport:
         self.tail: deque[str] = deque(maxlen=REPORT_TAIL_EVENTS)
         self.count = 0
         self.evidence = IterationEvidence(goal_id)
+        self.runs = Runs()
 
     def add(self, event: Event) -> None:
         self.tail.append(text_line(event))
         self.count += 1
         self.evidence.add(event)
+        self.runs.add(event)
 
     def render(self, cell: Cell) -> str:
         rows = [
@@ -223,6 +234,7 @@ class MarkdownReport:
         return (
             f"# Goal `{self.goal_id}`\n\n| field | value |\n|---|---|\n{table}\n"
             f"{self.evidence.markdown(cell)}"
+            f"{self.runs.markdown()}"
             f"## Events\n\n{note}```text\n{''.join(self.tail)}```\n"
         )
 
@@ -252,22 +264,32 @@ def json_event(record: Record) -> bytes:
     )
 
 
-def replay_chunks(records: Iterable[Record], goal_id: str, fmt: str) -> Iterator[bytes]:
-    """The bytes of `harness replay --format fmt`, streamed as the records are read."""
+def replay_chunks(
+    records: Iterable[Record], goal_id: str, fmt: str, run: int | None = None
+) -> Iterator[bytes]:
+    """The bytes of `harness replay --format fmt`, streamed as the records are read.
+    `run`: only that run's events are shown; the state is the fold up to its end."""
     if fmt == "text":
         for record in records:
-            yield text_line(record.event).encode()
+            if run is None or record.event.run == run:
+                yield text_line(record.event).encode()
         return
     cell = Cell(goal=goal_id)
     report = MarkdownReport(goal_id)
     if fmt == "json":
         yield b'{"events":['
-    for n, record in enumerate(records):
+    n = 0
+    for record in records:
+        if run is not None and record.event.run > run:
+            continue  # read and checked, not shown
         cell = apply(cell, record.event, Position(record.event.seq, record.hash))
+        if run is not None and record.event.run != run:
+            continue
         if fmt == "md":
             report.add(record.event)
         else:
             yield (b"," if n else b"") + json_event(record)
+        n += 1
     if fmt == "md":
         yield report.render(cell).encode()
         return

@@ -19,12 +19,14 @@ def stale_after(cell: Cell) -> int:
 
 
 def is_stale(cell: Cell, now: str) -> bool:
-    """Not finished, not waiting for a human, and nothing advanced it (no event) for
-    longer than halt.stale_after: the runner that should move it has stopped. (A goal
+    """Not finished (a recurring goal between runs is not finished), not waiting for a
+    human, and nothing advanced it (no event) for longer than halt.stale_after: the runner that should move it has stopped. (A goal
     waiting for approval or blocked by changed owners waits for a human too: the callers,
     who know that, leave it out.)"""
-    if cell.status in TERMINAL or cell.status in WAITING or cell.advanced_at is None:
+    if cell.status in WAITING or cell.advanced_at is None:
         return False
+    if cell.status in TERMINAL and cell.every_s is None:
+        return False  # a recurring goal between runs is stale when its runs stop coming
     try:
         since = datetime.fromisoformat(cell.advanced_at.replace("Z", "+00:00"))
         current = datetime.fromisoformat(now.replace("Z", "+00:00"))

@@ -22,6 +22,8 @@ SHIP_GATES = frozenset({"ship", "ship_outcome_unknown", "ship_failed"})
 # Gates only a ship decision crosses (`unpark` refuses them): at ship_failed the owner
 # either ships again or cancels; ship_outcome_unknown takes either (unpark: it did ship).
 SHIP_ONLY_GATES = frozenset({"ship", "ship_failed"})
+# Crossed only by a newly approved goal version (a higher lifetime cap): no decision.
+REVISION_ONLY_GATES = frozenset({"lifetime_exhausted"})
 EXTENDABLE_GATES = frozenset({"budget_exhausted", "max_passes"})
 BUDGET_KEYS = {"iterations": int, "seconds": int, "cost_usd": float, "turns": int, "passes": int}
 
@@ -34,7 +36,7 @@ def crosses(decision: str, gate: str | None) -> bool:
         return gate in SHIP_GATES
     if decision.startswith("extend-budget "):
         return gate in EXTENDABLE_GATES
-    return decision == f"unpark {gate}" and gate not in SHIP_ONLY_GATES
+    return decision == f"unpark {gate}" and gate not in SHIP_ONLY_GATES | REVISION_ONLY_GATES
 
 
 def bound_to(record: SignedRecord, goal_id: str, cell: Cell) -> bool:

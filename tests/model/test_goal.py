@@ -83,7 +83,7 @@ DURATION = "a duration like 90s, 30m or 4h, or a whole number of seconds, up to 
 COUNT = "a whole number from 1 to 1000000000"
 COST = "a number of US dollars greater than 0 and at most 1000000000"
 REL_PATH = "a relative path inside the repository, without '..'"
-TOP_KEYS = "version, id, owner, objective, build, judge, review, plan, ship, budget, halt, expect"
+TOP_KEYS = "version, id, owner, objective, build, judge, review, plan, ship, budget, halt, expect, every, lifetime"
 
 
 def goal_bytes(changes: dict[str, object] | None = None) -> bytes:

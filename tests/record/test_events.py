@@ -52,6 +52,7 @@ def test_statuses_and_gates_are_the_contracts() -> None:
         "tamper",
         "read_only_violation",
         "agent_unavailable",
+        "lifetime_exhausted",
     }
 
 

@@ -181,3 +181,28 @@ def test_the_committed_example_written_before_cells_kept_a_time_still_loads(
     assert (before.advanced_at, before.stale_after_s) == (None, None)
     loaded = load(paths, key, None, repair=False, report=False)
     assert loaded.cell.advanced_at is not None and loaded.cell.status == "parked_at_eyes"
+
+
+def test_the_committed_example_has_none_of_the_run_fields_and_folds_to_their_defaults(
+    tmp_path: Path,
+) -> None:
+    """ledger/fix-calc-add was written before recurring goals (issue 17): its cell has no
+    `run` … `lifetime_used`, reads them as their defaults, and equals the fold of its
+    ledger, which gives a one-shot goal exactly those defaults."""
+    import json
+    import shutil
+
+    from harness.commands.demo import DEMO_SECRET, GOAL_ID
+    from harness.trust.secret import Secret
+
+    committed = Path(__file__).resolve().parents[2] / "ledger" / GOAL_ID
+    shutil.copytree(committed, tmp_path / "ledger" / GOAL_ID)
+    paths = GoalPaths(tmp_path, GOAL_ID)
+    raw = json.loads(paths.cell.read_bytes())
+    new = {"run", "run_started_at", "run_base", "run_ended", "every_s", "lifetime_limit"}
+    assert not (new | {"lifetime_used"}) & raw.keys()
+    key = Secret(DEMO_SECRET.encode()).goal_key(GOAL_ID)
+    loaded = load(paths, key, None, repair=False, report=False)
+    cell = loaded.cell
+    assert (cell.run, cell.run_started_at, cell.run_base, cell.run_ended) == (1, None, None, None)
+    assert (cell.every_s, cell.lifetime_limit, cell.lifetime_used) == (None, None, None)

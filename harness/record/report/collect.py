@@ -33,6 +33,7 @@ from harness.record.report.model import (
     Window,
 )
 from harness.record.report.safe import as_text, cut, finite, names
+from harness.record.runs import Runs
 
 SHOWN_PATHS = 5
 
@@ -122,6 +123,7 @@ class Collector:
         self.cut_off: set[tuple[str, int]] = set()
         self.open_gate: Gate | None = None
         self.evidence = IterationEvidence(goal_id)  # what a reviewer reads (record/notes.py)
+        self.runs = Runs()  # a recurring goal's runs (record/runs.py)
 
     def add(self, record: Record) -> None:
         event = record.event
@@ -135,6 +137,7 @@ class Collector:
         handler = HANDLERS.get(cast(EventType, event.type), Collector.on_other)
         handler(self, event, before)
         self.evidence.add(event)
+        self.runs.add(event)
 
     def row(self, iteration: int, row: Row) -> None:
         """Rows group by iteration in ledger order; a new number starts a new group."""
@@ -257,6 +260,10 @@ class Collector:
         detail = " · ".join(as_text(data[k]) for k in ("detail", "commit", "by") if data.get(k))
         self.mark(event, "end", kind, _END_TONES.get(event.type, "neutral"), detail)
 
+    def on_run_started(self, event: Event, before: Cell) -> None:
+        """A recurring goal's next run: the run before it goes into the list of runs."""
+        self.mark(event, "end", "run.started", "neutral", f"run {event.data['run']}")
+
     def on_other(self, event: Event, before: Cell) -> None:
         """A type the page has no view of its own for: one neutral row naming it."""
         self.mark(event, "other", event.type, "neutral", "")
@@ -285,4 +292,5 @@ HANDLERS: dict[EventType, Callable[[Collector, Event, Cell], None]] = {
     "goal.failed": Collector.on_end,
     "goal.cancelled": Collector.on_end,
     "goal.resumed": Collector.on_end,
+    "run.started": Collector.on_run_started,
 }

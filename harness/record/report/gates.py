@@ -81,3 +81,22 @@ def _decision_row(d: Decision) -> str:
         f'<tr class="decision decision-{esc(kind)}">{seq_cells(d.seq, None, d.ts)}'
         f"<td>{esc(d.decision)}</td><td>{signed}</td><td>{bound}</td><td>{crossed}</td></tr>\n"
     )
+
+
+_RUN_HEADINGS = ("run", "started", "outcome", "cost", "agent seconds", "turns")
+
+
+def runs_section(page: Collector) -> str:
+    """A recurring goal's runs with their outcome and spend; nothing for a one-shot goal."""
+    runs = page.runs
+    if not runs.rows:
+        return ""
+    rows = "".join(
+        f'<tr class="run"><td class="num">{r.run:,}</td><td>{esc(r.started)}</td>'
+        f'<td>{esc(r.outcome)}</td><td class="num">${r.cost_usd:.2f}</td>'
+        f'<td class="num">{r.seconds:.1f}</td><td class="num">{r.turns:,}</td></tr>\n'
+        for r in runs.rows
+    )
+    shown = len(runs.rows)
+    title = "Runs" if shown == runs.count else f"Runs (the last {shown} of {runs.count})"
+    return _table("runs", title, _RUN_HEADINGS, rows)

@@ -14,7 +14,7 @@ from harness.record.report.budget import budget_section
 from harness.record.report.cells import badge, tone_of
 from harness.record.report.collect import Collector
 from harness.record.report.fmt import plural
-from harness.record.report.gates import decisions_section, gates_section
+from harness.record.report.gates import decisions_section, gates_section, runs_section
 from harness.record.report.review import changes_section, decision_section, objective_section
 from harness.record.report.safe import cut, esc
 from harness.record.report.style import CSS
@@ -41,6 +41,7 @@ def render_collected(page: Collector, goal_id: str, verify_note: str) -> bytes:
         decision_section(page.evidence, page.cell),
         changes_section(page.evidence),
         budget_section(page),
+        runs_section(page),
         timeline_section(page, goal_id),
         gates_section(page),
         decisions_section(page),

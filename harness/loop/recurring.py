@@ -1,0 +1,140 @@
+"""A recurring goal's next run (`every:`): when it is due, how it starts, how a kill while
+it starts is finished (docs/specs/loop.md, "Recurring goals").
+
+Run N ≥ 2 begins with `run.started`; its checkpoint makes the goal branch's next commit from
+the control branch's head at that moment (today's code, not the last run's goal branch):
+tree = the control commit's tree with `ledger/<id>` taken from the goal branch, parent = the
+goal branch head (the branch only moves forward). The worktree is then reset to it.
+
+A kill anywhere in that is finished by the next run from the record alone: `run.started`
+is the last event until the run's first step starts, and its data names the control commit,
+so the same tree is made again (`finish_run_start`).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from harness import failpoints
+from harness.record.cell import write_cell
+from harness.record.events import TERMINAL
+from harness.record.fold import replace
+from harness.record.ledger import Event
+from harness.store.fsutil import atomic_write
+from harness.store.gitrepo import (
+    HARNESS_EMAIL,
+    HARNESS_NAME,
+    Worktree,
+    installed_git,
+    run_git,
+)
+from harness.store.gitversion import needs_ref_fsync
+
+if TYPE_CHECKING:
+    from harness.loop.controller import GoalRunner
+
+HARNESS_IDENT = ("-c", f"user.name={HARNESS_NAME}", "-c", f"user.email={HARNESS_EMAIL}")
+
+
+def start_next_run(runner: GoalRunner) -> None:
+    """Start the next run of a goal whose run has ended, if it is due and may start: its
+    goal version is approved (the caller has checked) and still recurring, and no lifetime
+    cap is reached (else the goal stops at `needs_attention` / `lifetime_exhausted`)."""
+    cell = runner.cell
+    if cell.status not in TERMINAL or not cell.run_due(runner.ctx.clock.now()):
+        return
+    if cell.lifetime_hits(starting=True):
+        runner.gate("needs_attention", "lifetime_exhausted", cell.lifetime_text(starting=True))
+        return
+    control = runner.ctx.control.commit
+    data = {"run": cell.run + 1, "control_commit": control, "due_at": cell.next_run_due()}
+    runner.emit("run.started", None, 1, data)
+    commit_run_start(runner, control)
+
+
+def commit_run_start(runner: GoalRunner, control: str) -> None:
+    """The checkpoint of `run.started`: cell and report, the new run's commit, the reset."""
+    wt, paths = runner.wt, runner.paths
+    runner.cell = replace(runner.cell, tree=wt.tree_without(control))
+    runner.fresh, runner.vouched = None, True
+    write_cell(paths.cell, runner.cell, runner.key)
+    failpoints.hit("run_cell_written")
+    atomic_write(paths.report, runner.report.render(runner.cell).encode())
+    failpoints.hit("run_before_commit")
+    message = f"harness({runner.goal.id}): run {runner.cell.run} started from {control[:12]}"
+    commit = _commit_onto(wt, control, paths.rel, message)
+    failpoints.hit("run_before_reset")
+    _reset(wt, commit)
+    failpoints.hit("run_after_reset")
+    if runner.publish is not None:
+        runner.publish()
+        runner.flush_lines()
+
+
+def finish_run_start(runner: GoalRunner, last: Event | None, unsettled: bool) -> bool:
+    """A run killed while it started run N: its `run.started` is the last event. Without
+    the new run's commit (`unsettled`: the cell is not written, or not committed) the same
+    commit is made again, on a branch head that must be the harness's own; with it, the
+    worktree (perhaps reset half-way) is reset to it. What the worktree then holds is the
+    committed tree, which `bound()` compares with the MAC'd cell before anything runs.
+    False when the branch head is not the harness's own (the goal stops at tamper)."""
+    if last is None or last.type != "run.started":
+        return True
+    if unsettled:
+        from harness.loop.binding import unbound
+
+        # Only the head: the worktree is the last run's and is about to be replaced.
+        problem, _ = unbound(runner.wt, runner.paths, runner.key, runner.cell, False)
+        if problem is not None:
+            runner.gate("needs_attention", "tamper", problem)
+            return False
+        commit_run_start(runner, last.data["control_commit"])
+    else:
+        _reset(runner.wt, runner.wt.head())
+    return True
+
+
+def _commit_onto(wt: Worktree, control: str, keep: str, message: str) -> str:
+    """Commit `control`'s tree with the folder `keep` (`ledger/<id>`) as the worktree holds
+    it, on top of the branch head; returns the commit. Built with `mktree` from the two
+    trees, so neither the index's other entries nor the worktree's other files are read."""
+    top, name = keep.split("/", 1)
+    wt.stage_paths([keep])
+    staged = wt.git("write-tree")
+    kept = wt.git("rev-parse", f"{staged}:{keep}")
+    inner = [*_entries(wt, f"{control}:{top}", name), _row(kept, name)]
+    tree = _mktree(wt, [*_entries(wt, control, top), _row(_mktree(wt, inner), top)])
+    head = wt.head()
+    made = run_git(
+        [*HARNESS_IDENT, "commit-tree", "--no-gpg-sign", tree, "-p", head, "-m", message], wt.path
+    )
+    commit = made.stdout.decode().strip()
+    run_git(["update-ref", "-m", f"commit: {message}", "HEAD", commit, head], wt.path)
+    if needs_ref_fsync(installed_git()):
+        wt.fsync_branch()
+    return commit
+
+
+def _row(tree: str, name: str) -> bytes:
+    return f"040000 tree {tree}\t{name}".encode()
+
+
+def _entries(wt: Worktree, treeish: str, drop: str) -> list[bytes]:
+    """`ls-tree` rows of `treeish` (none when it does not exist) without the entry `drop`."""
+    listing = run_git(["ls-tree", "-z", treeish], wt.path, check=False)
+    if listing.returncode != 0:
+        return []
+    rows = [row for row in listing.stdout.split(b"\0") if row]
+    return [row for row in rows if row.split(b"\t", 1)[1] != drop.encode()]
+
+
+def _mktree(wt: Worktree, rows: list[bytes]) -> str:
+    made = run_git(["mktree", "-z"], wt.path, input=b"".join(r + b"\0" for r in rows))
+    return made.stdout.decode().strip()
+
+
+def _reset(wt: Worktree, commit: str) -> None:
+    """The worktree and index become `commit`: files of the last run that the control tree
+    lacks are removed (git knows them from the index, which still holds the last run's)."""
+    wt.clear_stale_index_lock()
+    wt.git("reset", "-q", "--hard", commit)
