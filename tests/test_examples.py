@@ -34,7 +34,13 @@ def test_example_goals_pass_check() -> None:
     proc = harness("check", secret=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     kinds = {p.stem for p in (ROOT / "goals").glob("example-*.yaml")}
-    assert kinds == {"example-claude", "example-codex", "example-aider", "example-script"}
+    assert kinds == {
+        "example-claude",
+        "example-codex",
+        "example-aider",
+        "example-script",
+        "example-nightly",
+    }
     assert proc.stdout.strip().endswith(f"ok: {len(kinds) + 1} goal(s), 1 owner key(s)")
 
 

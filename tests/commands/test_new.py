@@ -28,7 +28,11 @@ from tests.pinned_agents import pinned_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 TOOLS = ["claude", "codex", "aider"]
-EXAMPLES = {"claude": "example-claude", "codex": "example-codex", "aider": "example-aider"}
+EXAMPLES = {
+    "claude": ["example-claude", "example-nightly"],
+    "codex": ["example-codex"],
+    "aider": ["example-aider"],
+}
 # Flags a pinned CLI accepts but leaves out of its --help; each is shown accepted below.
 HIDDEN = {"claude": {"--max-turns"}}
 
@@ -133,8 +137,9 @@ def test_template_flags_are_in_the_pinned_clis_help(
 
 @pytest.mark.parametrize("tool", TOOLS)
 def test_example_goal_flags_are_in_the_pinned_clis_help(tool: str, tmp_path: Path) -> None:
-    goal_file = ROOT / "goals" / f"{EXAMPLES[tool]}.yaml"
-    _check_against_help(tool_words(_build_run(goal_file)), tool, tmp_path)
+    for example in EXAMPLES[tool]:
+        goal_file = ROOT / "goals" / f"{example}.yaml"
+        _check_against_help(tool_words(_build_run(goal_file)), tool, tmp_path)
 
 
 def test_the_help_check_catches_a_removed_flag(tmp_path: Path) -> None:
