@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import hashlib
 import json
@@ -10,7 +9,7 @@ import os
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from harness.commands.session import Session, nothing_notes, open_session
 from harness.errors import (
@@ -32,7 +31,7 @@ from harness.store.gitrepo import GitError, Repo
 from harness.store.lock import GoalLock
 from harness.trust.approvals import NotApproved
 from harness.trust.decisions import bound_to
-from harness.trust.secret import ENV_SECRET, ENV_SECRET_FD, Secret
+from harness.trust.secret import Secret
 
 # The loop itself (harness.loop.advance, the controller, the remote) is imported only when a
 # goal has something to do: a run that finds every goal resting stays a short process.
@@ -104,6 +103,8 @@ def _run(
     if jobs > 1 and len(ids) > 1 and not as_json:
         options = [*(["--max-steps", str(max_steps)] if max_steps else [])]
         options += ["--push", push] if push else []
+        from harness.commands.jobs import run_parallel
+
         codes = run_parallel(repo.root, ids, options, jobs, env, out, err)
         return _overall([*(o["exit_code"] for o in outcomes), *codes])
     lines: list[str] = []
@@ -269,65 +270,6 @@ def _waits_for_approval(goal_id: str, exc: NotApproved, err: TextIO, quiet: bool
     if not quiet:
         err.write(f"harness: {goal_id}: waiting for approval: {one_line(exc)}\n")
     return {"id": goal_id, "result": "waiting_for_approval", "exit_code": 0, "message": str(exc)}
-
-
-def run_parallel(
-    root: Path,
-    ids: list[str],
-    options: list[str],
-    jobs: int,
-    env: Mapping[str, str],
-    out: TextIO,
-    err: TextIO,
-) -> list[int]:
-    """Advance up to `jobs` goals at once, each in its own `harness run <id>` process.
-
-    Separate processes keep every goal's lock, signals and failure its own; their lines are
-    passed on whole, as they come.
-    """
-    import subprocess
-    import threading
-    from concurrent.futures import ThreadPoolExecutor
-
-    guard = threading.Lock()
-
-    def forward(stream: IO[str], sink: TextIO) -> None:
-        for line in stream:
-            with guard:
-                sink.write(line)
-                sink.flush()
-
-    def one(goal_id: str) -> int:
-        argv = [sys.executable, "-m", "harness", "run", goal_id, *options]
-        # A secret from HARNESS_SECRET goes through a pipe, never the child's environment
-        # (whose start-up block /proc/<pid>/environ shows until the child blanks it).
-        secret = env.get(ENV_SECRET, "").encode("utf-8")
-        child = {k: v for k, v in env.items() if k != ENV_SECRET}
-        reader, writer = os.pipe() if secret else (-1, -1)
-        if secret:
-            child[ENV_SECRET_FD] = str(reader)
-        proc = subprocess.Popen(
-            argv,
-            cwd=root,
-            env=child,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            pass_fds=(reader,) if secret else (),
-        )
-        if secret:
-            os.close(reader)
-            with contextlib.suppress(OSError), open(writer, "wb") as pipe:
-                pipe.write(secret)
-        assert proc.stdout is not None and proc.stderr is not None
-        errors = threading.Thread(target=forward, args=(proc.stderr, err))
-        errors.start()
-        forward(proc.stdout, out)
-        errors.join()
-        return proc.wait()
-
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
-        return list(pool.map(one, ids))
 
 
 def resting(repo: Repo, control: Control, secret: Secret, goal_id: str) -> Cell | None:
