@@ -18,7 +18,7 @@ import subprocess
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness.errors import HarnessError, InvalidInput
 from harness.store.fsutil import fsync_dir
@@ -39,6 +39,25 @@ SCAN_CONFIG = ("-c", "core.untrackedCache=true", "-c", "status.showUntrackedFile
 
 
 _maintained = False
+
+if TYPE_CHECKING:
+    from harness.store.objects import ObjectReader
+
+_readers: dict[Path, ObjectReader] = {}
+
+
+def _reader(path: Path) -> ObjectReader:
+    """One `cat-file --batch` for the worktree the process is working in (the last one
+    asked for; a run advances one goal at a time), so a step's reads of HEAD, its cell
+    and its trees start no git process each."""
+    from harness.store.objects import ObjectReader
+
+    if path not in _readers:
+        for old in _readers.values():
+            old.close()
+        _readers.clear()
+        _readers[path] = ObjectReader(path)
+    return _readers[path]
 
 
 def _maintain_once(cwd: Path) -> None:
@@ -333,7 +352,15 @@ class Worktree:
         return git_text(args, self.path)
 
     def head(self) -> str:
-        return self.git("rev-parse", "HEAD")
+        return _reader(self.path).commit_id("HEAD") or self.git("rev-parse", "HEAD")
+
+    def blob(self, spec: str) -> bytes | None:
+        """The blob at `spec` (e.g. `HEAD:<path>`), or None when git has none there."""
+        found = _reader(self.path).blob(spec)
+        if found is None:  # confirmed by git the old way: a reader never hides a blob
+            proc = run_git(["cat-file", "blob", spec], self.path, check=False)
+            found = proc.stdout if proc.returncode == 0 else None
+        return found
 
     def branch(self) -> str:
         return self.git("symbolic-ref", "-q", "--short", "HEAD")
@@ -371,7 +398,20 @@ class Worktree:
         return self.tree_without(self.git("write-tree"), exclude_top)
 
     def tree_without(self, tree: str, exclude_top: str = "ledger") -> str:
-        """The tree id of `tree` (any tree-ish) without its top-level `exclude_top` entry."""
+        """The tree id of `tree` (any tree-ish) without its top-level `exclude_top` entry.
+
+        Read and hashed through the worktree's object reader; git writes the tree only
+        when it does not exist yet (a work tree seen before, the common case, costs no
+        git process)."""
+        from harness.store.objects import tree_without_entry
+
+        reader = _reader(self.path)
+        hashed = tree_without_entry(reader, tree, exclude_top)
+        if hashed is not None:
+            if reader.read(hashed[0]) is not None:
+                return hashed[0]
+            args = ["hash-object", "-w", "-t", "tree", "--stdin"]
+            return run_git(args, self.path, input=hashed[1]).stdout.decode().strip()
         listing = run_git(["ls-tree", "-z", tree], self.path).stdout
         kept = [
             e for e in listing.split(b"\0") if e and not e.endswith(b"\t" + exclude_top.encode())

@@ -8,6 +8,7 @@ or parse git's batch output themselves; both use gitrepo's clean environment.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import subprocess
 import tempfile
 from collections.abc import Sequence
@@ -117,6 +118,35 @@ class ObjectReader:
             proc.stdin.close()
         proc.stdout.close()
         proc.wait()
+
+
+def tree_without_entry(reader: ObjectReader, spec: str, exclude: str) -> tuple[str, bytes] | None:
+    """(id, body) of the tree at `spec` without its top-level entry `exclude`, computed as
+    `git mktree` writes it from `ls-tree` of that tree: modes as octal without leading
+    zeros, entries in git's order. The object itself is not written. None when git cannot
+    read `spec` as a tree here (the caller asks git the old way)."""
+    found = reader.read(f"{spec}^{{tree}}")
+    if found is None or found[1] != "tree":
+        return None
+    oid_bytes = len(found[0]) // 2
+    data, kept, offset = found[2], [], 0
+    try:
+        while offset < len(data):
+            space = data.index(b" ", offset)
+            nul = data.index(b"\0", space)
+            mode, name = int(data[offset:space], 8), data[space + 1 : nul]
+            oid = data[nul + 1 : nul + 1 + oid_bytes]
+            if len(oid) != oid_bytes:
+                return None
+            offset = nul + 1 + oid_bytes
+            if name != exclude.encode("utf-8", "surrogateescape"):
+                kept.append((name + b"/" if mode == 0o40000 else name, mode, name, oid))
+    except ValueError:
+        return None
+    kept.sort()
+    body = b"".join(b"%o %s\0%s" % (mode, name, oid) for _, mode, name, oid in kept)
+    algo = "sha256" if oid_bytes == 32 else "sha1"
+    return hashlib.new(algo, b"tree %d\0" % len(body) + body).hexdigest(), body
 
 
 def read_blobs(repo_root: Path, specs: Sequence[str]) -> list[bytes | None]:
