@@ -24,6 +24,7 @@ from harness.errors import HarnessError, InvalidInput
 from harness.store.fsutil import fsync_dir
 from harness.store.gitenv import CLEAN_ENV, git_reason, git_timeout_s
 from harness.store.gitversion import fsync_config, installed_version, needs_ref_fsync
+from harness.store.lock import worktree_admin
 
 # A loose object's file name below its two-digit folder (SHA-1 or SHA-256).
 _OBJECT_NAME = re.compile(r"[0-9a-f]{38}|[0-9a-f]{62}")
@@ -269,13 +270,16 @@ class Repo:
 
     def add_worktree(self, path: Path, branch: str, start: str) -> Worktree:
         self.ensure_excluded("/.harness/worktrees/")
-        run_git(["worktree", "prune"], self.root)
-        if self.rev_parse(f"refs/heads/{branch}") is None:
-            run_git(
-                [*NEW_INDEX, "worktree", "add", "-q", "-b", branch, str(path), start], self.root
-            )
-        else:
-            run_git([*NEW_INDEX, "worktree", "add", "-q", str(path), branch], self.root)
+        new = self.rev_parse(f"refs/heads/{branch}") is None
+        with worktree_admin(self.common_dir):
+            run_git(["worktree", "prune"], self.root)
+            if new:
+                run_git(
+                    [*NEW_INDEX, "worktree", "add", "-q", "-b", branch, str(path), start],
+                    self.root,
+                )
+            else:
+                run_git([*NEW_INDEX, "worktree", "add", "-q", str(path), branch], self.root)
         return Worktree(path)
 
     def repair_worktree(self, path: Path) -> None:
@@ -289,9 +293,10 @@ class Repo:
             return
         if (admin / "locked").read_text().strip() != "initializing":
             return
-        run_git(["worktree", "unlock", str(path)], self.root, check=False)
-        run_git(["worktree", "remove", "--force", str(path)], self.root, check=False)
-        run_git(["worktree", "prune"], self.root)
+        with worktree_admin(self.common_dir):
+            run_git(["worktree", "unlock", str(path)], self.root, check=False)
+            run_git(["worktree", "remove", "--force", str(path)], self.root, check=False)
+            run_git(["worktree", "prune"], self.root)
 
     def _admin_dir(self, path: Path) -> Path | None:
         link = path / ".git"
@@ -427,11 +432,18 @@ class Worktree:
 
     def add_checkout(self, commit: str, path: Path) -> None:
         """A fresh detached checkout of exactly `commit`, from the object store, at `path`."""
-        run_git(["worktree", "add", "-q", "--detach", str(path), commit], self.path)
+        with worktree_admin(self._common_dir()):
+            run_git(["worktree", "add", "-q", "--detach", str(path), commit], self.path)
 
     def remove_checkout(self, path: Path) -> None:
-        run_git(["worktree", "remove", "--force", str(path)], self.path, check=False)
-        run_git(["worktree", "prune"], self.path, check=False)
+        with worktree_admin(self._common_dir()):
+            run_git(["worktree", "remove", "--force", str(path)], self.path, check=False)
+            run_git(["worktree", "prune"], self.path, check=False)
+
+    def _common_dir(self) -> Path:
+        return Path(
+            git_text(["rev-parse", "--path-format=absolute", "--git-common-dir"], self.path)
+        )
 
     def commit(self, message: str, paths: Sequence[str] | None = None) -> str:
         """Commit as the harness; returns the new commit id.

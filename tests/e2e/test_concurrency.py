@@ -74,7 +74,6 @@ def test_python_m_harness_and_version() -> None:
     assert proc.returncode == 0 and proc.stdout.startswith("harness, version ")
 
 
-
 def _sh_goal(goal_id: str, build: str) -> dict[str, object]:
     return base_goal(goal_id) | {
         "build": {"run": ["sh", "-c", build], "timeout": "60s"},
@@ -113,3 +112,20 @@ def test_jobs_reuses_its_workers_and_replaces_one_that_dies(managed: ManagedFact
     assert all(rows[f"v{n}"] == "completed" for n in range(1, 5)), (rows, proc.stderr)
     assert rows["k0"] != "completed"
     assert len(set((repo.counters / "workers").read_text().split())) == 3
+
+
+def test_worktrees_are_added_and_pruned_one_process_at_a_time(managed: ManagedFactory) -> None:
+    """A `git worktree prune` beside another process's `git worktree add` removes the new
+    worktree's folder before git marks it (`could not open .../locked`): each prune and
+    add waits for the machine's worktree lock (store/lock.py:worktree_admin)."""
+    from harness.store.lock import worktree_admin
+
+    repo = managed()
+    with worktree_admin(repo.root / ".git"):
+        proc = repo.spawn("run")
+        time.sleep(3)
+        assert proc.poll() is None
+        assert not (repo.root / ".harness" / "worktrees" / "g1").exists()
+    proc.communicate(timeout=120)
+    assert proc.returncode == 0
+    assert repo.status()["status"] == "completed"
