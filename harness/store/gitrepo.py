@@ -441,9 +441,17 @@ class Worktree:
             run_git(["worktree", "prune"], self.path, check=False)
 
     def _common_dir(self) -> Path:
-        return Path(
-            git_text(["rev-parse", "--path-format=absolute", "--git-common-dir"], self.path)
-        )
+        """The common git folder, from the worktree's `.git` file and its admin folder's
+        `commondir` (as git finds it); git is asked when they cannot be read."""
+        try:
+            dot = self.path / ".git"
+            if dot.is_dir():
+                return dot
+            admin = self.path / dot.read_text("utf-8").strip().removeprefix("gitdir:").strip()
+            return (admin / (admin / "commondir").read_text("utf-8").strip()).resolve()
+        except (OSError, UnicodeDecodeError):
+            args = ["rev-parse", "--path-format=absolute", "--git-common-dir"]
+            return Path(git_text(args, self.path))
 
     def commit(self, message: str, paths: Sequence[str] | None = None) -> str:
         """Commit as the harness; returns the new commit id.
