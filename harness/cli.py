@@ -226,7 +226,7 @@ def run(
     Example: harness run --max-steps 20
     """
     if serve_fd is not None:
-        from harness.commands.jobs import serve
+        from harness.commands.run import serve
 
         _done(serve(serve_fd, _cwd(), max_steps, push, _env()))
     from harness.commands.run import run as run_run

@@ -1,7 +1,7 @@
 """`harness run --jobs N`: up to N goals at once, through N reused worker processes.
 
-Each worker is `harness run --serve-fd FD`: it takes goal ids one at a time from a socket,
-advances each exactly as `harness run <id> [options]` would (its own session, lock, lines
+Each worker is `harness run --serve-fd FD` (`run.serve`): it takes goal ids one at a time
+from a socket, advances each exactly as `harness run <id> [options]` would (its own session, lock, lines
 and exit code) and answers with the goal's exit code. A worker serves goal after goal, so
 Python's start and the imports are paid once per worker instead of once per goal (most of
 a small goal's CPU; performance.md, "Scale"). A worker that dies (a crash, a signal) costs
@@ -17,13 +17,11 @@ import socket
 import subprocess
 import sys
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import IO, TextIO
 
-from harness.errors import HarnessError
-from harness.record.visible import one_line
 from harness.trust.secret import ENV_SECRET, ENV_SECRET_FD
 
 
@@ -148,35 +146,3 @@ class _Worker:
         self._answers.close()
         self._sock.close()
         return code
-
-
-def _requests(fd: int) -> Iterator[tuple[str, socket.socket]]:
-    with socket.socket(fileno=fd) as sock, sock.makefile("rb") as lines:
-        for line in lines:
-            yield line.decode("utf-8", "surrogateescape").rstrip("\n"), sock
-
-
-def serve(
-    fd: int,
-    cwd: Path,
-    max_steps: int | None,
-    push: str | None,
-    env: Mapping[str, str],
-    out: TextIO = sys.stdout,
-    err: TextIO = sys.stderr,
-) -> int:
-    """A worker of `run --jobs`: each goal id read from `fd` advanced as `harness run <id>`
-    would, its exit code written back. Errors a run reports as one line are reported so
-    here; anything else (a bug, a signal) ends the worker as it would end that run."""
-    from harness.commands.run import run
-
-    for goal_id, sock in _requests(fd):
-        try:
-            code = run(cwd, [goal_id], max_steps, push, env, out, err)
-        except HarnessError as exc:
-            err.write(f"harness: {one_line(exc)}\n")
-            code = exc.exit_code
-        out.flush()
-        err.flush()
-        sock.sendall(f"{code}\n".encode())
-    return 0

@@ -6,8 +6,9 @@ import functools
 import hashlib
 import json
 import os
+import socket
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -315,3 +316,33 @@ def _ends_whole(events: Path) -> bool:
     with segments[-1].open("rb") as handle:
         handle.seek(-1, os.SEEK_END)
         return handle.read(1) == b"\n"
+
+
+def _requests(fd: int) -> Iterator[tuple[str, socket.socket]]:
+    with socket.socket(fileno=fd) as sock, sock.makefile("rb") as lines:
+        for line in lines:
+            yield line.decode("utf-8", "surrogateescape").rstrip("\n"), sock
+
+
+def serve(
+    fd: int,
+    cwd: Path,
+    max_steps: int | None,
+    push: str | None,
+    env: Mapping[str, str],
+    out: TextIO = sys.stdout,
+    err: TextIO = sys.stderr,
+) -> int:
+    """A worker of `run --jobs`: each goal id read from `fd` advanced as `harness run <id>`
+    would, its exit code written back. Errors a run reports as one line are reported so
+    here; anything else (a bug, a signal) ends the worker as it would end that run."""
+    for goal_id, sock in _requests(fd):
+        try:
+            code = run(cwd, [goal_id], max_steps, push, env, out, err)
+        except HarnessError as exc:
+            err.write(f"harness: {one_line(exc)}\n")
+            code = exc.exit_code
+        out.flush()
+        err.flush()
+        sock.sendall(f"{code}\n".encode())
+    return 0

@@ -18,11 +18,13 @@ import subprocess
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from harness.errors import HarnessError, InvalidInput
+from harness.errors import InvalidInput
+from harness.store.catfile import ObjectReader, tree_without_entry
 from harness.store.fsutil import fsync_dir
 from harness.store.gitenv import CLEAN_ENV, git_reason, git_timeout_s
+from harness.store.gitenv import GitError as GitError  # where every caller imports it from
 from harness.store.gitversion import fsync_config, installed_version, needs_ref_fsync
 from harness.store.lock import worktree_admin
 
@@ -41,9 +43,6 @@ SCAN_CONFIG = ("-c", "core.untrackedCache=true", "-c", "status.showUntrackedFile
 
 _maintained = False
 
-if TYPE_CHECKING:
-    from harness.store.objects import ObjectReader
-
 _readers: dict[Path, ObjectReader] = {}
 
 
@@ -51,13 +50,11 @@ def _reader(path: Path) -> ObjectReader:
     """One `cat-file --batch` for the worktree the process is working in (the last one
     asked for; a run advances one goal at a time), so a step's reads of HEAD, its cell
     and its trees start no git process each."""
-    from harness.store.objects import ObjectReader
-
     if path not in _readers:
         for old in _readers.values():
             old.close()
         _readers.clear()
-        _readers[path] = ObjectReader(path)
+        _readers[path] = ObjectReader(path, safe_config())
     return _readers[path]
 
 
@@ -86,10 +83,6 @@ def safe_config() -> tuple[str, ...]:
 
 HARNESS_NAME = "goal-harness"
 HARNESS_EMAIL = "harness@goal-harness.invalid"
-
-
-class GitError(HarnessError):
-    """A git command failed; carries git's own message."""
 
 
 def run_git(
@@ -408,8 +401,6 @@ class Worktree:
         Read and hashed through the worktree's object reader; git writes the tree only
         when it does not exist yet (a work tree seen before, the common case, costs no
         git process)."""
-        from harness.store.objects import tree_without_entry
-
         reader = _reader(self.path)
         hashed = tree_without_entry(reader, tree, exclude_top)
         if hashed is not None:
