@@ -141,3 +141,18 @@ def tree_without_entry(reader: ObjectReader, spec: str, exclude: str) -> tuple[s
     body = b"".join(b"%o %s\0%s" % (mode, name, oid) for _, mode, name, oid in kept)
     algo = "sha256" if oid_bytes == 32 else "sha1"
     return hashlib.new(algo, b"tree %d\0" % len(body) + body).hexdigest(), body
+
+
+_readers: dict[Path, ObjectReader] = {}
+
+
+def worktree_reader(path: Path, options: Sequence[str]) -> ObjectReader:
+    """One reader for the worktree the process is working in (the last one asked for; a
+    run advances one goal at a time), so a step's reads of HEAD, its cell and its trees
+    start no git process each."""
+    if path not in _readers:
+        for old in _readers.values():
+            old.close()
+        _readers.clear()
+        _readers[path] = ObjectReader(path, options)
+    return _readers[path]

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import InvalidInput
-from harness.store.catfile import ObjectReader, tree_without_entry
+from harness.store.catfile import ObjectReader, tree_without_entry, worktree_reader
 from harness.store.fsutil import fsync_dir
 from harness.store.gitenv import CLEAN_ENV, git_reason, git_timeout_s
 from harness.store.gitenv import GitError as GitError  # where every caller imports it from
@@ -43,19 +43,9 @@ SCAN_CONFIG = ("-c", "core.untrackedCache=true", "-c", "status.showUntrackedFile
 
 _maintained = False
 
-_readers: dict[Path, ObjectReader] = {}
-
 
 def _reader(path: Path) -> ObjectReader:
-    """One `cat-file --batch` for the worktree the process is working in (the last one
-    asked for; a run advances one goal at a time), so a step's reads of HEAD, its cell
-    and its trees start no git process each."""
-    if path not in _readers:
-        for old in _readers.values():
-            old.close()
-        _readers.clear()
-        _readers[path] = ObjectReader(path, safe_config())
-    return _readers[path]
+    return worktree_reader(path, safe_config())
 
 
 def _maintain_once(cwd: Path) -> None:
