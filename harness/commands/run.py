@@ -6,7 +6,6 @@ import functools
 import hashlib
 import json
 import os
-import socket
 import sys
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
@@ -37,6 +36,8 @@ from harness.trust.secret import Secret
 # The loop itself (harness.loop.advance, the controller, the remote) is imported only when a
 # goal has something to do: a run that finds every goal resting stays a short process.
 if TYPE_CHECKING:
+    import socket
+
     from harness.loop.clock import Clock
     from harness.loop.context import RunContext
     from harness.store.remote import Remote
@@ -319,6 +320,8 @@ def _ends_whole(events: Path) -> bool:
 
 
 def _requests(fd: int) -> Iterator[tuple[str, socket.socket]]:
+    import socket  # a worker's only: a plain run does not pay its import
+
     with socket.socket(fileno=fd) as sock, sock.makefile("rb") as lines:
         for line in lines:
             yield line.decode("utf-8", "surrogateescape").rstrip("\n"), sock
