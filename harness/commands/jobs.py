@@ -51,7 +51,7 @@ def run_parallel(
 
     def take() -> tuple[int, str] | None:
         with guard:
-            return next(todo, None)
+            return None if stopping.is_set() else next(todo, None)
 
     def slot() -> None:
         worker: _Worker | None = None
@@ -69,9 +69,14 @@ def run_parallel(
             if worker is not None:
                 worker.close()
 
+    stopping = threading.Event()
     with ThreadPoolExecutor(max_workers=min(jobs, len(ids))) as pool:
-        for done in [pool.submit(slot) for _ in range(min(jobs, len(ids)))]:
-            done.result()
+        try:
+            for done in [pool.submit(slot) for _ in range(min(jobs, len(ids)))]:
+                done.result()
+        except BaseException:  # ^C: the workers got it too; no new one starts
+            stopping.set()
+            raise
     return codes
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -129,3 +130,27 @@ def test_worktrees_are_added_and_pruned_one_process_at_a_time(managed: ManagedFa
     proc.communicate(timeout=120)
     assert proc.returncode == 0
     assert repo.status()["status"] == "completed"
+
+
+def test_interrupted_jobs_start_no_new_worker(managed: ManagedFactory) -> None:
+    """^C on `run --jobs 2` (the whole process group, as a terminal sends it) stops the two
+    goals being advanced; the goals not yet started stay unstarted."""
+    note = 'echo $PPID >> "$TEST_COUNTER_DIR/workers"; sleep 20'
+    repo = managed(goal=_sh_goal("g1", note))
+    _add_goals(repo, [_sh_goal(f"w{n}", note) for n in range(1, 4)])
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "harness", "run", "--jobs", "2"],
+        cwd=repo.root,
+        env={**repo.env, "HARNESS_SANDBOX": "off"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    workers = repo.counters / "workers"
+    wait_for(lambda: workers.is_file() and len(workers.read_text().split()) == 2, seconds=60)
+    os.killpg(proc.pid, signal.SIGINT)
+    proc.communicate(timeout=15)
+    assert proc.returncode == 130
+    time.sleep(1)
+    assert len(workers.read_text().split()) == 2
