@@ -112,6 +112,11 @@ class _Worker:
                 text=True,
                 pass_fds=passed,
             )
+        except BaseException:
+            ours.close()
+            if secret:
+                os.close(writer)
+            raise
         finally:
             theirs.close()
             if secret:
