@@ -156,3 +156,11 @@ def worktree_reader(path: Path, options: Sequence[str]) -> ObjectReader:
         _readers.clear()
         _readers[path] = ObjectReader(path, options)
     return _readers[path]
+
+
+def forget_reader(path: Path) -> None:
+    """End the reader of `path`: its worktree is being made or removed, and git resolved
+    the worktree's own folder (its HEAD) when the reader started."""
+    reader = _readers.pop(path, None)
+    if reader is not None:
+        reader.close()

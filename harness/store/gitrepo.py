@@ -21,7 +21,12 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import InvalidInput
-from harness.store.catfile import ObjectReader, tree_without_entry, worktree_reader
+from harness.store.catfile import (
+    ObjectReader,
+    forget_reader,
+    tree_without_entry,
+    worktree_reader,
+)
 from harness.store.fsutil import fsync_dir
 from harness.store.gitenv import CLEAN_ENV, git_reason, git_timeout_s
 from harness.store.gitenv import GitError as GitError  # where every caller imports it from
@@ -254,6 +259,7 @@ class Repo:
     def add_worktree(self, path: Path, branch: str, start: str) -> Worktree:
         self.ensure_excluded("/.harness/worktrees/")
         new = self.rev_parse(f"refs/heads/{branch}") is None
+        forget_reader(path)
         with worktree_admin(self.common_dir):
             run_git(["worktree", "prune"], self.root)
             if new:
@@ -276,6 +282,7 @@ class Repo:
             return
         if (admin / "locked").read_text().strip() != "initializing":
             return
+        forget_reader(path)
         with worktree_admin(self.common_dir):
             run_git(["worktree", "unlock", str(path)], self.root, check=False)
             run_git(["worktree", "remove", "--force", str(path)], self.root, check=False)
