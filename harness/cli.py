@@ -212,13 +212,23 @@ def approve(goal_id: str, key: Path) -> None:
 @click.option(
     "--json", "as_json", is_flag=True, help="Print one JSON document instead of event lines."
 )
+@click.option("--serve-fd", type=int, hidden=True)  # a worker of `run --jobs` (commands/jobs.py)
 def run(
-    goal_ids: tuple[str, ...], max_steps: int | None, push: str | None, jobs: int, as_json: bool
+    goal_ids: tuple[str, ...],
+    max_steps: int | None,
+    push: str | None,
+    jobs: int,
+    as_json: bool,
+    serve_fd: int | None,
 ) -> None:
     """Advance every approved, runnable goal until it stops.
 
     Example: harness run --max-steps 20
     """
+    if serve_fd is not None:
+        from harness.commands.run import serve
+
+        _done(serve(serve_fd, _cwd(), max_steps, push, _env()))
     from harness.commands.run import run as run_run
 
     _done(run_run(_cwd(), list(goal_ids), max_steps, push, _env(), jobs=jobs, as_json=as_json))

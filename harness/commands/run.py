@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import hashlib
 import json
 import os
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from harness.commands.session import Session, nothing_notes, open_session
 from harness.errors import (
@@ -32,11 +31,13 @@ from harness.store.gitrepo import GitError, Repo
 from harness.store.lock import GoalLock
 from harness.trust.approvals import NotApproved
 from harness.trust.decisions import bound_to
-from harness.trust.secret import ENV_SECRET, ENV_SECRET_FD, Secret
+from harness.trust.secret import Secret
 
 # The loop itself (harness.loop.advance, the controller, the remote) is imported only when a
 # goal has something to do: a run that finds every goal resting stays a short process.
 if TYPE_CHECKING:
+    import socket
+
     from harness.loop.clock import Clock
     from harness.loop.context import RunContext
     from harness.store.remote import Remote
@@ -104,6 +105,8 @@ def _run(
     if jobs > 1 and len(ids) > 1 and not as_json:
         options = [*(["--max-steps", str(max_steps)] if max_steps else [])]
         options += ["--push", push] if push else []
+        from harness.commands.jobs import run_parallel
+
         codes = run_parallel(repo.root, ids, options, jobs, env, out, err)
         return _overall([*(o["exit_code"] for o in outcomes), *codes])
     lines: list[str] = []
@@ -313,65 +316,6 @@ def _waits_for_approval(goal_id: str, exc: NotApproved, err: TextIO, quiet: bool
     return {"id": goal_id, "result": "waiting_for_approval", "exit_code": 0, "message": str(exc)}
 
 
-def run_parallel(
-    root: Path,
-    ids: list[str],
-    options: list[str],
-    jobs: int,
-    env: Mapping[str, str],
-    out: TextIO,
-    err: TextIO,
-) -> list[int]:
-    """Advance up to `jobs` goals at once, each in its own `harness run <id>` process.
-
-    Separate processes keep every goal's lock, signals and failure its own; their lines are
-    passed on whole, as they come.
-    """
-    import subprocess
-    import threading
-    from concurrent.futures import ThreadPoolExecutor
-
-    guard = threading.Lock()
-
-    def forward(stream: IO[str], sink: TextIO) -> None:
-        for line in stream:
-            with guard:
-                sink.write(line)
-                sink.flush()
-
-    def one(goal_id: str) -> int:
-        argv = [sys.executable, "-m", "harness", "run", goal_id, *options]
-        # A secret from HARNESS_SECRET goes through a pipe, never the child's environment
-        # (whose start-up block /proc/<pid>/environ shows until the child blanks it).
-        secret = env.get(ENV_SECRET, "").encode("utf-8")
-        child = {k: v for k, v in env.items() if k != ENV_SECRET}
-        reader, writer = os.pipe() if secret else (-1, -1)
-        if secret:
-            child[ENV_SECRET_FD] = str(reader)
-        proc = subprocess.Popen(
-            argv,
-            cwd=root,
-            env=child,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            pass_fds=(reader,) if secret else (),
-        )
-        if secret:
-            os.close(reader)
-            with contextlib.suppress(OSError), open(writer, "wb") as pipe:
-                pipe.write(secret)
-        assert proc.stdout is not None and proc.stderr is not None
-        errors = threading.Thread(target=forward, args=(proc.stderr, err))
-        errors.start()
-        forward(proc.stdout, out)
-        errors.join()
-        return proc.wait()
-
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
-        return list(pool.map(one, ids))
-
-
 def _now() -> str:
     """The wall time in the ledger's format (loop/clock.py's, without importing the loop)."""
     from datetime import UTC, datetime
@@ -422,3 +366,35 @@ def _ends_whole(events: Path) -> bool:
     with segments[-1].open("rb") as handle:
         handle.seek(-1, os.SEEK_END)
         return handle.read(1) == b"\n"
+
+
+def _requests(fd: int) -> Iterator[tuple[str, socket.socket]]:
+    import socket  # a worker's only: a plain run does not pay its import
+
+    with socket.socket(fileno=fd) as sock, sock.makefile("rb") as lines:
+        for line in lines:
+            yield line.decode("utf-8", "surrogateescape").rstrip("\n"), sock
+
+
+def serve(
+    fd: int,
+    cwd: Path,
+    max_steps: int | None,
+    push: str | None,
+    env: Mapping[str, str],
+    out: TextIO = sys.stdout,
+    err: TextIO = sys.stderr,
+) -> int:
+    """A worker of `run --jobs`: each goal id read from `fd` advanced as `harness run <id>`
+    would, its exit code written back. Errors a run reports as one line are reported so
+    here; anything else (a bug, a signal) ends the worker as it would end that run."""
+    for goal_id, sock in _requests(fd):
+        try:
+            code = run(cwd, [goal_id], max_steps, push, env, out, err)
+        except HarnessError as exc:
+            err.write(f"harness: {one_line(exc)}\n")
+            code = exc.exit_code
+        out.flush()
+        err.flush()
+        sock.sendall(f"{code}\n".encode())
+    return 0

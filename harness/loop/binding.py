@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from harness.record.cell import Cell, parse_cell
 from harness.record.hydrate import GoalPaths
-from harness.store.gitrepo import Worktree, run_git
+from harness.store.gitrepo import Worktree
 
 MAX_NAMED = 20
 
@@ -59,10 +59,10 @@ def same_tree(wt: Worktree, commit: str, cell: Cell) -> bool:
 
 def _committed_tree(wt: Worktree, paths: GoalPaths, key: bytes) -> str | None:
     source = f"{paths.rel}/state.json"
-    blob = run_git(["cat-file", "blob", f"HEAD:{source}"], wt.path, check=False)
-    if blob.returncode != 0:
+    blob = wt.blob(f"HEAD:{source}")
+    if blob is None:
         return None
-    return parse_cell(blob.stdout, f"HEAD:{source}", paths.goal_id, key).tree
+    return parse_cell(blob, f"HEAD:{source}", paths.goal_id, key).tree
 
 
 def _named(changed: list[str]) -> str:

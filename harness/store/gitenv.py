@@ -10,7 +10,7 @@ import os
 import re
 from collections.abc import Iterator, Mapping
 
-from harness.errors import InvalidInput
+from harness.errors import HarnessError, InvalidInput
 
 # Variables that would point git at another repository, index or object store.
 GIT_LOCATING = (
@@ -25,6 +25,12 @@ GIT_LOCATING = (
     "GIT_CONFIG_PARAMETERS",
     "GIT_CONFIG_COUNT",
 )
+
+
+class GitError(HarnessError):
+    """A git command failed; carries git's own message."""
+
+
 NEVER_TO_GIT = ("HARNESS_SECRET", "HARNESS_SECRET_FILE", "HARNESS_KEY_PASSPHRASE")
 
 

@@ -20,10 +20,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.errors import HarnessError, InvalidInput
+from harness.errors import InvalidInput
+from harness.store.catfile import (
+    ObjectReader,
+    forget_reader,
+    tree_without_entry,
+    worktree_reader,
+)
 from harness.store.fsutil import fsync_dir
 from harness.store.gitenv import CLEAN_ENV, git_reason, git_timeout_s
+from harness.store.gitenv import GitError as GitError  # where every caller imports it from
 from harness.store.gitversion import fsync_config, installed_version, needs_ref_fsync
+from harness.store.lock import worktree_admin
 
 # A loose object's file name below its two-digit folder (SHA-1 or SHA-256).
 _OBJECT_NAME = re.compile(r"[0-9a-f]{38}|[0-9a-f]{62}")
@@ -39,6 +47,10 @@ SCAN_CONFIG = ("-c", "core.untrackedCache=true", "-c", "status.showUntrackedFile
 
 
 _maintained = False
+
+
+def _reader(path: Path) -> ObjectReader:
+    return worktree_reader(path, safe_config())
 
 
 def _maintain_once(cwd: Path) -> None:
@@ -66,10 +78,6 @@ def safe_config() -> tuple[str, ...]:
 
 HARNESS_NAME = "goal-harness"
 HARNESS_EMAIL = "harness@goal-harness.invalid"
-
-
-class GitError(HarnessError):
-    """A git command failed; carries git's own message."""
 
 
 def run_git(
@@ -250,13 +258,17 @@ class Repo:
 
     def add_worktree(self, path: Path, branch: str, start: str) -> Worktree:
         self.ensure_excluded("/.harness/worktrees/")
-        run_git(["worktree", "prune"], self.root)
-        if self.rev_parse(f"refs/heads/{branch}") is None:
-            run_git(
-                [*NEW_INDEX, "worktree", "add", "-q", "-b", branch, str(path), start], self.root
-            )
-        else:
-            run_git([*NEW_INDEX, "worktree", "add", "-q", str(path), branch], self.root)
+        new = self.rev_parse(f"refs/heads/{branch}") is None
+        forget_reader(path)
+        with worktree_admin(self.common_dir):
+            run_git(["worktree", "prune"], self.root)
+            if new:
+                run_git(
+                    [*NEW_INDEX, "worktree", "add", "-q", "-b", branch, str(path), start],
+                    self.root,
+                )
+            else:
+                run_git([*NEW_INDEX, "worktree", "add", "-q", str(path), branch], self.root)
         return Worktree(path)
 
     def repair_worktree(self, path: Path) -> None:
@@ -270,9 +282,11 @@ class Repo:
             return
         if (admin / "locked").read_text().strip() != "initializing":
             return
-        run_git(["worktree", "unlock", str(path)], self.root, check=False)
-        run_git(["worktree", "remove", "--force", str(path)], self.root, check=False)
-        run_git(["worktree", "prune"], self.root)
+        forget_reader(path)
+        with worktree_admin(self.common_dir):
+            run_git(["worktree", "unlock", str(path)], self.root, check=False)
+            run_git(["worktree", "remove", "--force", str(path)], self.root, check=False)
+            run_git(["worktree", "prune"], self.root)
 
     def _admin_dir(self, path: Path) -> Path | None:
         link = path / ".git"
@@ -333,7 +347,15 @@ class Worktree:
         return git_text(args, self.path)
 
     def head(self) -> str:
-        return self.git("rev-parse", "HEAD")
+        return _reader(self.path).commit_id("HEAD") or self.git("rev-parse", "HEAD")
+
+    def blob(self, spec: str) -> bytes | None:
+        """The blob at `spec` (e.g. `HEAD:<path>`), or None when git has none there."""
+        found = _reader(self.path).blob(spec)
+        if found is None:  # confirmed by git the old way: a reader never hides a blob
+            proc = run_git(["cat-file", "blob", spec], self.path, check=False)
+            found = proc.stdout if proc.returncode == 0 else None
+        return found
 
     def branch(self) -> str:
         return self.git("symbolic-ref", "-q", "--short", "HEAD")
@@ -371,7 +393,18 @@ class Worktree:
         return self.tree_without(self.git("write-tree"), exclude_top)
 
     def tree_without(self, tree: str, exclude_top: str = "ledger") -> str:
-        """The tree id of `tree` (any tree-ish) without its top-level `exclude_top` entry."""
+        """The tree id of `tree` (any tree-ish) without its top-level `exclude_top` entry.
+
+        Read and hashed through the worktree's object reader; git writes the tree only
+        when it does not exist yet (a work tree seen before, the common case, costs no
+        git process)."""
+        reader = _reader(self.path)
+        hashed = tree_without_entry(reader, tree, exclude_top)
+        if hashed is not None:
+            if reader.read(hashed[0]) is not None:
+                return hashed[0]
+            args = ["hash-object", "-w", "-t", "tree", "--stdin"]
+            return run_git(args, self.path, input=hashed[1]).stdout.decode().strip()
         listing = run_git(["ls-tree", "-z", tree], self.path).stdout
         kept = [
             e for e in listing.split(b"\0") if e and not e.endswith(b"\t" + exclude_top.encode())
@@ -387,11 +420,26 @@ class Worktree:
 
     def add_checkout(self, commit: str, path: Path) -> None:
         """A fresh detached checkout of exactly `commit`, from the object store, at `path`."""
-        run_git(["worktree", "add", "-q", "--detach", str(path), commit], self.path)
+        with worktree_admin(self._common_dir()):
+            run_git(["worktree", "add", "-q", "--detach", str(path), commit], self.path)
 
     def remove_checkout(self, path: Path) -> None:
-        run_git(["worktree", "remove", "--force", str(path)], self.path, check=False)
-        run_git(["worktree", "prune"], self.path, check=False)
+        with worktree_admin(self._common_dir()):
+            run_git(["worktree", "remove", "--force", str(path)], self.path, check=False)
+            run_git(["worktree", "prune"], self.path, check=False)
+
+    def _common_dir(self) -> Path:
+        """The common git folder, from the worktree's `.git` file and its admin folder's
+        `commondir` (as git finds it); git is asked when they cannot be read."""
+        try:
+            dot = self.path / ".git"
+            if dot.is_dir():
+                return dot
+            admin = self.path / dot.read_text("utf-8").strip().removeprefix("gitdir:").strip()
+            return (admin / (admin / "commondir").read_text("utf-8").strip()).resolve()
+        except (OSError, UnicodeDecodeError):
+            args = ["rev-parse", "--path-format=absolute", "--git-common-dir"]
+            return Path(git_text(args, self.path))
 
     def commit(self, message: str, paths: Sequence[str] | None = None) -> str:
         """Commit as the harness; returns the new commit id.

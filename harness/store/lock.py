@@ -6,9 +6,11 @@ lock behind; the file's content (the holder's pid) is only for messages.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
 
@@ -101,3 +103,20 @@ def lock_holder(path: Path) -> str | None:
     finally:
         os.close(fd)  # closing also drops the probe's own lock
     return None
+
+
+@contextlib.contextmanager
+def worktree_admin(common_dir: Path) -> Iterator[None]:
+    """git's list of worktrees changed by one harness process at a time (waiting).
+
+    `git worktree prune` removes the folder of a worktree another process's `git worktree
+    add` has just made and not yet marked (`could not open .../locked`): with `run --jobs`
+    goals start side by side, so each prune, add and remove holds this flock."""
+    folder = common_dir / "harness"
+    folder.mkdir(parents=True, exist_ok=True)
+    fd = os.open(folder / "worktrees.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)

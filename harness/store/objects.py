@@ -7,116 +7,25 @@ or parse git's batch output themselves; both use gitrepo's clean environment.
 
 from __future__ import annotations
 
-import contextlib
 import subprocess
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.store import catfile
 from harness.store.gitenv import CLEAN_ENV, git_reason, named_objects
 from harness.store.gitrepo import (
-    GitError,
     run_git,
     safe_config,
 )
 
 
-class ObjectReader:
-    """Many object reads through one `git cat-file --batch` process, started on first use.
-
-    A run reads the config, the owners, and every goal's file and approvals from one
-    commit; one process for all of them instead of one per file is most of what a run
-    that finds nothing to do costs. `close()` ends it; so does this process ending (git
-    reads end-of-file on its input).
-    """
+class ObjectReader(catfile.ObjectReader):
+    """`catfile.ObjectReader` with the options every harness git call gets."""
 
     def __init__(self, root: Path) -> None:
-        self._root = root
-        self._proc: subprocess.Popen[bytes] | None = None
-
-    def read(self, spec: str) -> tuple[str, str, bytes] | None:
-        """(object id, type, content) of `<rev>` or `<rev>:<path>`, or None when absent."""
-        if not spec or "\n" in spec or "\0" in spec:  # one request per line; git stops at NUL
-            return None
-        proc = self._start()
-        assert proc.stdin is not None and proc.stdout is not None
-        try:
-            proc.stdin.write(spec.encode("utf-8") + b"\n")
-            proc.stdin.flush()
-            header = proc.stdout.readline()
-            parts = header.split()
-            found = len(parts) == 3 and not header.endswith(b" missing\n")
-            data = proc.stdout.read(int(parts[2]) + 1) if found else b""
-        except (OSError, ValueError):
-            header, found, data = b"", False, b""
-        except BaseException:
-            # Cut off half-way (a signal): an answer may still be on its way, and the next
-            # read must never take it for its own. A new process starts clean.
-            self.close()
-            raise
-        if not header or (found and not data.endswith(b"\n")):
-            self.close()
-            raise GitError(f"git cat-file --batch stopped answering in {self._root}")
-        if not found:
-            return None
-        return parts[0].decode(), parts[1].decode(), data[:-1]
-
-    def blob(self, spec: str) -> bytes | None:
-        found = self.read(spec)
-        return found[2] if found is not None and found[1] == "blob" else None
-
-    def commit_id(self, rev: str) -> str | None:
-        found = self.read(f"{rev}^{{commit}}")
-        return found[0] if found is not None and found[1] == "commit" else None
-
-    def names(self, spec: str) -> list[str]:
-        """Entry names of the tree at `spec` (empty when it is absent or not a tree)."""
-        return list(self.entries(spec))
-
-    def entries(self, spec: str) -> dict[str, tuple[str, str]]:
-        """Entry name -> (mode, object id) of the tree at `spec` (empty when it is absent or
-        not a tree); a mode of 40000 is a tree, 160000 a commit, any other a blob."""
-        found = self.read(spec)
-        if found is None or found[1] != "tree":
-            return {}
-        oid_bytes = len(found[0]) // 2
-        data, entries, offset = found[2], {}, 0
-        try:
-            while offset < len(data):
-                space = data.index(b" ", offset)
-                nul = data.index(b"\0", space)
-                name = data[space + 1 : nul].decode("utf-8", "replace")
-                mode = data[offset:space].decode("ascii", "replace")
-                entries[name] = (mode, data[nul + 1 : nul + 1 + oid_bytes].hex())
-                offset = nul + 1 + oid_bytes
-        except ValueError:
-            raise GitError(f"{spec}: the git tree object is malformed") from None
-        if offset != len(data):
-            raise GitError(f"{spec}: the git tree object is malformed")
-        return entries
-
-    def _start(self) -> subprocess.Popen[bytes]:
-        if self._proc is None:
-            self._proc = subprocess.Popen(
-                ["git", *safe_config(), "cat-file", "--batch"],
-                cwd=self._root,
-                env=CLEAN_ENV,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.DEVNULL,
-            )
-        return self._proc
-
-    def close(self) -> None:
-        proc, self._proc = self._proc, None
-        if proc is None:
-            return
-        assert proc.stdin is not None and proc.stdout is not None
-        with contextlib.suppress(OSError):  # git may have gone already
-            proc.stdin.close()
-        proc.stdout.close()
-        proc.wait()
+        super().__init__(root, safe_config())
 
 
 def read_blobs(repo_root: Path, specs: Sequence[str]) -> list[bytes | None]:

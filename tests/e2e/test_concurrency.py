@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -10,7 +11,7 @@ import time
 
 import yaml
 
-from tests.managed import ManagedFactory, alive, base_goal, git, wait_for
+from tests.managed import ManagedFactory, ManagedRepo, alive, base_goal, git, wait_for
 
 
 def test_four_concurrent_runs_run_each_step_once(managed: ManagedFactory) -> None:
@@ -72,3 +73,84 @@ def test_python_m_harness_and_version() -> None:
         [sys.executable, "-m", "harness", "--version"], capture_output=True, text=True
     )
     assert proc.returncode == 0 and proc.stdout.startswith("harness, version ")
+
+
+def _sh_goal(goal_id: str, build: str) -> dict[str, object]:
+    return base_goal(goal_id) | {
+        "build": {"run": ["sh", "-c", build], "timeout": "60s"},
+        "judge": {"run": ["true"], "timeout": "60s"},
+    }
+
+
+def _add_goals(repo: ManagedRepo, goals: list[dict[str, object]]) -> None:
+    for goal in goals:
+        text = yaml.safe_dump(goal, sort_keys=False)
+        (repo.root / "goals" / f"{goal['id']}.yaml").write_text(text)
+        repo.harness("approve", str(goal["id"]), "--key", str(repo.key.private), check=0)
+    git(repo.root, "add", "-A")
+    git(repo.root, "commit", "-qm", "more goals")
+
+
+def test_jobs_reuses_its_workers_and_replaces_one_that_dies(managed: ManagedFactory) -> None:
+    """`--jobs 2` over six goals starts two workers, not six; a goal that kills its worker
+    costs only itself: a new worker advances the goals still to run (commands/jobs.py)."""
+    # Each build records the process that runs it: the worker (steps run bare here).
+    note = 'echo $PPID >> "$TEST_COUNTER_DIR/workers"'
+    goals = [_sh_goal(f"w{n}", note) for n in range(1, 6)]
+    repo = managed(goal=_sh_goal("g1", note))
+    _add_goals(repo, goals)
+    env = {**repo.env, "HARNESS_SANDBOX": "off"}
+    repo.harness("run", "--jobs", "2", env=env, check=0)
+    rows = {r["id"]: r["status"] for r in json.loads(repo.harness("status", "--json").stdout)}
+    assert set(rows.values()) == {"completed"}, rows
+    assert len(set((repo.counters / "workers").read_text().split())) == 2
+    # A build that kills the process running it: that goal stops, the others complete.
+    (repo.counters / "workers").unlink()
+    killer = _sh_goal("k0", f"{note}; kill -KILL $PPID")
+    _add_goals(repo, [killer, *(_sh_goal(f"v{n}", note) for n in range(1, 5))])
+    proc = repo.harness("run", "--jobs", "2", "k0", "v1", "v2", "v3", "v4", env=env, check=None)
+    rows = {r["id"]: r["status"] for r in json.loads(repo.harness("status", "--json").stdout)}
+    assert all(rows[f"v{n}"] == "completed" for n in range(1, 5)), (rows, proc.stderr)
+    assert rows["k0"] != "completed"
+    assert len(set((repo.counters / "workers").read_text().split())) == 3
+
+
+def test_worktrees_are_added_and_pruned_one_process_at_a_time(managed: ManagedFactory) -> None:
+    """A `git worktree prune` beside another process's `git worktree add` removes the new
+    worktree's folder before git marks it (`could not open .../locked`): each prune and
+    add waits for the machine's worktree lock (store/lock.py:worktree_admin)."""
+    from harness.store.lock import worktree_admin
+
+    repo = managed()
+    with worktree_admin(repo.root / ".git"):
+        proc = repo.spawn("run")
+        time.sleep(3)
+        assert proc.poll() is None
+        assert not (repo.root / ".harness" / "worktrees" / "g1").exists()
+    proc.communicate(timeout=120)
+    assert proc.returncode == 0
+    assert repo.status()["status"] == "completed"
+
+
+def test_interrupted_jobs_start_no_new_worker(managed: ManagedFactory) -> None:
+    """^C on `run --jobs 2` (the whole process group, as a terminal sends it) stops the two
+    goals being advanced; the goals not yet started stay unstarted."""
+    note = 'echo $PPID >> "$TEST_COUNTER_DIR/workers"; sleep 20'
+    repo = managed(goal=_sh_goal("g1", note))
+    _add_goals(repo, [_sh_goal(f"w{n}", note) for n in range(1, 4)])
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "harness", "run", "--jobs", "2"],
+        cwd=repo.root,
+        env={**repo.env, "HARNESS_SANDBOX": "off"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    workers = repo.counters / "workers"
+    wait_for(lambda: workers.is_file() and len(workers.read_text().split()) == 2, seconds=60)
+    os.killpg(proc.pid, signal.SIGINT)
+    proc.communicate(timeout=15)
+    assert proc.returncode == 130
+    time.sleep(1)
+    assert len(workers.read_text().split()) == 2
