@@ -70,7 +70,10 @@ def advance_goal(
     _repair_index(wt, dropped)
     runner, bound = _loaded_runner(ctx, goal, verdict, wt, lessons)
     try:
-        return _move_on(ctx, runner, bound, verdict, extra)
+        cell = _move_on(ctx, runner, bound, verdict, extra)
+        if runner.steps_run:  # a step ran: approved, bound and not refused
+            control.vouch_goal(goal_id)
+        return cell
     except Busy:
         # Another runner holds or won the goal: what this run recorded is not pushed and
         # is not pushed, so it is not printed either (docs/specs/remote.md).

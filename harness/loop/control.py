@@ -9,8 +9,16 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from harness.errors import InvalidInput, TrustFailure
-from harness.model.config import Config, ConfigCache, parse_config
-from harness.model.goal import GOAL_ID_RE, Goal, check_goal_id, parse_goal, stray_goal_note
+from harness.model.cache import ParsedCache
+from harness.model.config import Config, config_cache, parse_config
+from harness.model.goal import (
+    GOAL_ID_RE,
+    Goal,
+    check_goal_id,
+    goal_cache,
+    read_goal,
+    stray_goal_note,
+)
 from harness.store.gitrepo import Repo
 from harness.store.objects import ObjectReader, read_blobs
 from harness.trust.approvals import SignedRecord, Verdict, find_run_approval, parse_approval_file
@@ -36,6 +44,8 @@ class Control:
     config: Config
     owners_text: bytes | None
     objects: ObjectReader = field(compare=False, repr=False)
+    # Goal files validated before (model/cache.py); None without the secret.
+    goal_cache: ParsedCache | None = field(default=None, compare=False, repr=False)
     # Everything here is read at one fixed commit, so what is parsed once stays true.
     _memo: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
@@ -140,9 +150,22 @@ class Control:
 
     def goal(self, goal_id: str, principals: set[str] | None = None) -> Goal:
         source = f"goals/{goal_id}.yaml"
-        return parse_goal(
-            self.goal_bytes(goal_id), source, goal_id, self.config.defaults, principals
-        )
+        data, defaults = self.goal_bytes(goal_id), self.config.defaults
+        goal, parsed = read_goal(data, source, goal_id, defaults, principals, self.goal_cache)
+        if parsed is not None:
+            self._memo[f"unvouched:{goal_id}"] = (data, parsed)
+        return goal
+
+    def vouch_goal(self, goal_id: str) -> None:
+        """Remember the goal file's schema-checked mapping (model/cache.py) once its run
+        approval verified and a step of it ran (`advance_goal`): an unapproved, edited or
+        refused goal file, or a run that only gated it, leaves nothing behind."""
+        parsed = self._memo.pop(f"unvouched:{goal_id}", None)
+        if parsed is None or self.goal_cache is None:
+            return
+        data, raw = parsed
+        if self._memo.get(f"approved:{goal_id}") == hashlib.sha256(data).hexdigest():
+            self.goal_cache.remember(data, raw)
 
     def approvals(self, goal_id: str) -> tuple[SignedRecord, ...]:
         return self._once(f"approvals:{goal_id}", lambda: self._read_approvals(goal_id))
@@ -155,13 +178,15 @@ class Control:
         return parse_approval_file(data.decode("utf-8", "replace"), source)
 
     def run_approval(self, goal: Goal) -> Verdict:
-        return find_run_approval(
+        verdict = find_run_approval(
             self.approvals(goal.id),
             self.owners(),
             goal.id,
             goal.sha256,
             f"goals/{goal.id}.approval",
         )
+        self._memo[f"approved:{goal.id}"] = goal.sha256
+        return verdict
 
     def owners_at(self, commit: str | None, sha256: str | None) -> tuple[Owner, ...]:
         """The owners file a goal is pinned to, read from history and checked by its hash."""
@@ -196,12 +221,14 @@ def open_control(repo: Repo, secret: Secret | None = None) -> Control:
 
     All of it comes through one `git cat-file --batch` process, which the Control keeps
     for the goal files and approvals read later and ends when it is collected. Given the
-    secret, a config validated before is taken from the machine's cache (ConfigCache).
+    secret, a config or goal file validated before is taken from the machine's cache
+    (model/cache.py).
     """
     # Not repo.harness_dir(), which creates the folder: verify and replay must work where
     # .git cannot be written (the cache is written only if it can be).
     folder = repo.common_dir / "harness" / "cache"
-    cache = None if secret is None else ConfigCache(folder, secret.cache_key())
+    cache = None if secret is None else config_cache(folder, secret.cache_key())
+    goals = None if secret is None else goal_cache(folder, secret.cache_key())
     objects = ObjectReader(repo.root)
     try:
         default_ref = repo.checked_out_ref()
@@ -217,9 +244,8 @@ def open_control(repo: Repo, secret: Secret | None = None) -> Control:
                 raise InvalidInput(f"{CONFIG_PATH}: control_ref: {ref!r} does not name a commit")
             commit = resolved
             config = parse_config(objects.blob(f"{commit}:{CONFIG_PATH}"), CONFIG_PATH, cache)
-        control = Control(
-            repo, ref, commit, config, objects.blob(f"{commit}:{OWNERS_PATH}"), objects
-        )
+        owners = objects.blob(f"{commit}:{OWNERS_PATH}")
+        control = Control(repo, ref, commit, config, owners, objects, goals)
     except BaseException:
         objects.close()
         raise

@@ -7,25 +7,19 @@ caller, so `control_ref` stays None here when the file does not name one.
 
 from __future__ import annotations
 
-import functools
-import hashlib
-import hmac
-import os
 import re
 import shlex
-import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Literal, get_args
 
-from harness import __version__
-from harness.errors import StorageFailure, invalid
+from harness.errors import invalid
 from harness.model import yamlutil
+from harness.model.cache import ParsedCache
 from harness.model.limits import Budget, Defaults, Halt, budget_from, halt_from, parse_duration
 from harness.model.wording import show_value
-from harness.store.fsutil import atomic_write, canonical_json, strict_json_loads
 
 MAX_CONFIG_FILE_BYTES = 256 * 1024
 _MAX_ENTRY_BYTES = 4 * MAX_CONFIG_FILE_BYTES  # a config's mapping as JSON, with room to spare
@@ -114,10 +108,10 @@ DEFAULT_CONFIG = Config(
 )
 
 
-def parse_config(data: bytes | None, source: str, cache: ConfigCache | None = None) -> Config:
+def parse_config(data: bytes | None, source: str, cache: ParsedCache | None = None) -> Config:
     """Validate .harness/config.yaml's bytes; None (no file) gives DEFAULT_CONFIG.
 
-    With a `cache`, bytes validated before are not parsed again (see ConfigCache)."""
+    With a `cache`, bytes validated before are not parsed again (model/cache.py)."""
     if data is None:
         return DEFAULT_CONFIG
     raw = cache.recall(data) if cache is not None else None
@@ -135,88 +129,10 @@ def parse_config(data: bytes | None, source: str, cache: ConfigCache | None = No
     return config
 
 
-@dataclass(frozen=True)
-class ConfigCache:
-    """Config files already parsed and schema-checked, remembered between runs.
-
-    YAML parsing and JSON Schema validation cost most of a run that finds nothing to do
-    (PyYAML and jsonschema take ~80 ms to import). An entry holds the validated mapping
-    for one file's SHA-256 under an HMAC with a key derived from the secret, so an agent
-    that can write `.git/harness/` cannot plant a config: an entry that does not verify is
-    ignored and the file is parsed again. The MAC also covers the harness's version and the
-    schema's SHA-256, so an entry made before an upgrade is validated again by the new
-    code. The typed checks in `_config_from` run every time.
-    """
-
-    folder: Path
-    key: bytes
-    keep: int = 4  # the default ref's and the control ref's, and a change or two
-
-    def _path(self, data: bytes) -> tuple[Path, str]:
-        digest = hashlib.sha256(data).hexdigest()
-        return self.folder / f"config-{digest}.json", digest
-
-    def _mac(self, digest: str, body: bytes) -> str:
-        label = b"goal-harness config-cache v1"
-        signed = b"\x00".join(
-            [label, __version__.encode(), _schema_sha256().encode(), digest.encode(), body]
-        )
-        return hmac.new(self.key, signed, hashlib.sha256).hexdigest()
-
-    def recall(self, data: bytes) -> Mapping[str, Any] | None:
-        path, digest = self._path(data)
-        stored = _read_entry(path)
-        if stored is None:
-            return None
-        try:
-            entry = strict_json_loads(stored)
-            raw, mac = entry["raw"], entry["mac"]
-        except (ValueError, TypeError, KeyError):
-            return None
-        if not isinstance(raw, dict) or not isinstance(mac, str):
-            return None
-        if not hmac.compare_digest(mac, self._mac(digest, canonical_json(raw))):
-            return None
-        return raw
-
-    def remember(self, data: bytes, raw: Mapping[str, Any]) -> None:
-        try:
-            body = canonical_json(raw)
-        except ValueError:  # .nan and .inf have no JSON form; such a file is parsed each time
-            return
-        if strict_json_loads(body) != raw:
-            return
-        path, digest = self._path(data)
-        entry = {"mac": self._mac(digest, body), "raw": raw}
-        try:
-            atomic_write(path, canonical_json(entry))
-            self._prune()
-        except (StorageFailure, OSError):
-            return  # only speed is lost
-
-    def _prune(self) -> None:
-        entries = sorted(self.folder.glob("config-*.json"), key=lambda p: p.stat().st_mtime)
-        for old in entries[: -self.keep]:
-            old.unlink(missing_ok=True)
-
-
-def _read_entry(path: Path) -> bytes | None:
-    """A cache entry's bytes, if it is a regular file of sane size. The folder is one the
-    agent can write: a FIFO must not hang the run, nor a link to /dev/zero fill memory."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError:
-        return None
-    with os.fdopen(fd, "rb") as handle:
-        info = os.fstat(handle.fileno())
-        if not stat.S_ISREG(info.st_mode) or info.st_size > _MAX_ENTRY_BYTES:
-            return None
-        return handle.read(_MAX_ENTRY_BYTES + 1)
-
-
-@functools.cache
-def _schema_sha256() -> str:
-    return hashlib.sha256((Path(__file__).parent / "schema" / SCHEMA).read_bytes()).hexdigest()
+def config_cache(folder: Path, key: bytes) -> ParsedCache:
+    """Configs validated before, in `folder` (model/cache.py): the default ref's and the
+    control ref's, and a change or two."""
+    return ParsedCache(folder, key, "config", SCHEMA, _MAX_ENTRY_BYTES, keep=4)
 
 
 def _config_from(raw: Mapping[str, Any], source: str) -> Config:

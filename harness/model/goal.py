@@ -18,6 +18,7 @@ from typing import Any
 
 from harness.errors import invalid
 from harness.model import yamlutil
+from harness.model.cache import ParsedCache
 from harness.model.limits import (
     COST_EXPECTED,
     MAX_DURATION_SECONDS,
@@ -157,6 +158,12 @@ def load_goal(
     return parse_goal(data, source, path.stem, defaults, owner_principals)
 
 
+def goal_cache(folder: Path, key: bytes) -> ParsedCache:
+    """Goal files validated before, in `folder` (model/cache.py): enough for the goals a
+    busy repository's runs move (a goal at rest is never parsed)."""
+    return ParsedCache(folder, key, "goal", SCHEMA, 4 * MAX_GOAL_FILE_BYTES, keep=256)
+
+
 def parse_goal(
     data: bytes,
     source: str,
@@ -169,10 +176,28 @@ def parse_goal(
     Order: size, YAML, top-level mapping, JSON Schema, then the checks a schema cannot
     express (id and file name, lengths, durations, finiteness, owners, paths).
     """
+    return read_goal(data, source, expected_id, defaults, owner_principals, None)[0]
+
+
+def read_goal(
+    data: bytes,
+    source: str,
+    expected_id: str,
+    defaults: Defaults,
+    owner_principals: Collection[str] | None,
+    cache: ParsedCache | None,
+) -> tuple[Goal, Mapping[str, Any] | None]:
+    """`parse_goal`, taking the schema-checked mapping from `cache` when it vouches for
+    these bytes (model/cache.py); the checks after the schema run every time. Also returns
+    the mapping when it was parsed now (None when it came from the cache), which the caller
+    remembers only once a run has used the goal without a refusal (`Control.vouch_goal`)."""
     yamlutil.check_size(data, MAX_GOAL_FILE_BYTES, source)
+    raw = cache.recall(data) if cache is not None else None
+    if raw is not None:
+        return _goal_from(raw, data, source, expected_id, defaults, owner_principals), None
     raw = yamlutil.expect_mapping(yamlutil.load_yaml(data, source), source)
     yamlutil.validate(raw, SCHEMA, source)
-    return _goal_from(raw, data, source, expected_id, defaults, owner_principals)
+    return _goal_from(raw, data, source, expected_id, defaults, owner_principals), raw
 
 
 def _goal_from(

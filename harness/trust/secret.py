@@ -45,7 +45,7 @@ class Secret:
         return hmac.new(self.value, info, hashlib.sha256).digest()
 
     def cache_key(self) -> bytes:
-        """The key vouching for machine-local caches (harness/model/config.py's ConfigCache)."""
+        """The key vouching for machine-local caches (harness/model/cache.py)."""
         return hmac.new(self.value, b"goal-harness v1 cache-key", hashlib.sha256).digest()
 
 

@@ -13,8 +13,8 @@ import pytest
 
 import harness
 from harness.errors import InvalidInput
-from harness.model import config as config_module
-from harness.model.config import ConfigCache, parse_config
+from harness.model import cache as cache_module
+from harness.model.config import config_cache, parse_config
 from harness.store.fsutil import canonical_json
 from harness.trust.secret import Secret
 from tests.managed import SECRET, ManagedFactory, git
@@ -30,7 +30,7 @@ def entry_path(folder: Path, data: bytes) -> Path:
 
 
 def test_a_parsed_config_is_remembered_under_its_sha256_with_a_mac(tmp_path: Path) -> None:
-    cache = ConfigCache(tmp_path, KEY)
+    cache = config_cache(tmp_path, KEY)
     config = parse_config(CONFIG, SOURCE, cache)
     entry = json.loads(entry_path(tmp_path, CONFIG).read_bytes())
     raw = {"branch_prefix": "team/", "defaults": {"budget": {"max_iterations": 2}}}
@@ -45,9 +45,9 @@ def test_a_parsed_config_is_remembered_under_its_sha256_with_a_mac(tmp_path: Pat
 
 
 def test_an_entry_is_used_only_with_its_mac_and_for_its_own_bytes(tmp_path: Path) -> None:
-    cache = ConfigCache(tmp_path, KEY)
+    cache = config_cache(tmp_path, KEY)
     forged = {"branch_prefix": "forged/"}
-    ConfigCache(tmp_path, b"an attacker's own key, not the secret").remember(CONFIG, forged)
+    config_cache(tmp_path, b"an attacker's own key, not the secret").remember(CONFIG, forged)
     assert cache.recall(CONFIG) is None
     assert parse_config(CONFIG, SOURCE, cache).branch_prefix == "team/"  # parsed again...
     assert cache.recall(CONFIG) is not None  # ...and remembered properly
@@ -66,7 +66,7 @@ def test_an_entry_is_used_only_with_its_mac_and_for_its_own_bytes(tmp_path: Path
 def test_an_entry_that_is_not_a_small_regular_file_is_not_read(tmp_path: Path) -> None:
     """The agent can write the cache folder: a FIFO must not hang a run (O_NONBLOCK), a link
     to an endless file must not be read (O_NOFOLLOW), nor an oversized entry."""
-    cache = ConfigCache(tmp_path, KEY)
+    cache = config_cache(tmp_path, KEY)
     path = entry_path(tmp_path, CONFIG)
     os.mkfifo(path)
     assert cache.recall(CONFIG) is None
@@ -85,9 +85,9 @@ def test_an_entry_made_under_another_schema_is_not_used(
 ) -> None:
     """After an upgrade that changes the schema, old entries must be validated again (the
     schema file cannot be changed in place here without affecting other tests)."""
-    cache = ConfigCache(tmp_path, KEY)
+    cache = config_cache(tmp_path, KEY)
     with monkeypatch.context() as patched:
-        patched.setattr(config_module, "_schema_sha256", lambda: "0" * 64)
+        patched.setattr(cache_module, "schema_sha256", lambda name: "0" * 64)
         cache.remember(CONFIG, {"branch_prefix": "old-schema/"})
         assert cache.recall(CONFIG) == {"branch_prefix": "old-schema/"}
     assert cache.recall(CONFIG) is None
@@ -95,7 +95,7 @@ def test_an_entry_made_under_another_schema_is_not_used(
 
 
 def test_an_invalid_config_is_never_remembered_and_an_edit_is_read_afresh(tmp_path: Path) -> None:
-    cache = ConfigCache(tmp_path, KEY)
+    cache = config_cache(tmp_path, KEY)
     parse_config(CONFIG, SOURCE, cache)
     broken = CONFIG.replace(b"max_iterations: 2", b"max_iterations: -1")
     with pytest.raises(InvalidInput, match=r"defaults\.budget\.max_iterations"):
@@ -108,14 +108,14 @@ def test_an_invalid_config_is_never_remembered_and_an_edit_is_read_afresh(tmp_pa
 def test_the_cache_keeps_the_newest_few_and_tolerates_an_unwritable_folder(
     tmp_path: Path,
 ) -> None:
-    cache = ConfigCache(tmp_path / "cache", KEY)
+    cache = config_cache(tmp_path / "cache", KEY)
     texts = [f"branch_prefix: p{n}/\n".encode() for n in range(7)]
     for n, text in enumerate(texts):
         parse_config(text, SOURCE, cache)
         os.utime(entry_path(cache.folder, text), (1_000_000 + n, 1_000_000 + n))
     kept = sorted(p.name for p in cache.folder.glob("config-*.json"))
     assert kept == sorted(entry_path(cache.folder, t).name for t in texts[-cache.keep :])
-    blocked = ConfigCache(tmp_path / "a-file", KEY)
+    blocked = config_cache(tmp_path / "a-file", KEY)
     blocked.folder.write_text("not a folder")
     assert parse_config(CONFIG, SOURCE, blocked).branch_prefix == "team/"
 
@@ -127,20 +127,20 @@ def test_run_trusts_only_an_entry_the_secret_vouches_for(
     is ignored; one made with the secret's key is what the harness itself would have written."""
     repo = managed(files={SOURCE: CONFIG.decode()})
     folder = repo.root / ".git" / "harness" / "cache"
-    ConfigCache(folder, b"the agent does not know the secret").remember(
+    config_cache(folder, b"the agent does not know the secret").remember(
         CONFIG, {"branch_prefix": "forged/"}
     )
     repo.harness("run", "--max-steps", "1", check=0)
     branches = git(repo.root, "branch", "--list", "--format=%(refname:short)").split()
     assert "team/g1" in branches and "forged/g1" not in branches
-    assert ConfigCache(folder, KEY).recall(CONFIG) == {
+    assert config_cache(folder, KEY).recall(CONFIG) == {
         "branch_prefix": "team/",
         "defaults": {"budget": {"max_iterations": 2}},
     }
     # The control: the same entry made with the secret's key is used as it stands.
     (repo.root / ".harness" / "worktrees").rename(tmp_path / "old-worktrees")
     git(repo.root, "worktree", "prune")
-    ConfigCache(folder, KEY).remember(CONFIG, {"branch_prefix": "vouched/"})
+    config_cache(folder, KEY).remember(CONFIG, {"branch_prefix": "vouched/"})
     repo.harness("run", "--max-steps", "1", check=0)
     branches = git(repo.root, "branch", "--list", "--format=%(refname:short)").split()
     assert "vouched/g1" in branches
