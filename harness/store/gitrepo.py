@@ -42,8 +42,22 @@ _SAFE_BASE = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false")
 # command line for the harness's own calls only: a goal's worktree gets a version 4 index
 # (paths prefix-compressed, a smaller file to read and write) and an untracked cache, so a
 # scan stats the tracked files and reads only the folders whose mtime moved.
-NEW_INDEX = ("-c", "index.version=4", "-c", "core.untrackedCache=true")
-SCAN_CONFIG = ("-c", "core.untrackedCache=true", "-c", "status.showUntrackedFiles=normal")
+NEW_INDEX = (
+    "-c",
+    "index.version=4",
+    "-c",
+    "core.untrackedCache=true",
+    "-c",
+    "core.splitIndex=true",
+)
+SCAN_CONFIG = (
+    "-c",
+    "core.untrackedCache=true",
+    "-c",
+    "core.splitIndex=true",
+    "-c",
+    "status.showUntrackedFiles=normal",
+)
 
 
 _maintained = False
