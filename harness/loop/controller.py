@@ -358,6 +358,7 @@ class GoalRunner(Crossing):
         self.given = self.lessons_for_build() if step == "build" else ()
         if self.given:
             data["lessons"] = [lesson.as_ref() for lesson in self.given]
+        self.note_ignored(step)  # a walk of the tree, beside the checkpoint's git work
         self.emit("step.started", step, iteration, data)
         started = self.checkpoint(f"{step} {iteration} started")
         # The tree that commit holds, staged by its checkpoint a moment ago.
@@ -365,7 +366,6 @@ class GoalRunner(Crossing):
         failpoints.hit(f"in_{step}")
         guard = GitConfigGuard(self.wt.guarded_files())
         record = RecordGuard(self.wt)
-        self.note_ignored(step)
         try:
             result, report, agent = self.execute(step, iteration, cid)
         except Interrupted as stop:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness.loop.agents import Usage, combine, parse_output
 from harness.loop.clock import later
@@ -26,6 +26,9 @@ from harness.record.evidence import DIFF_BYTES, diff_command, fit_head
 from harness.record.hydrate import GoalPaths, Loaded
 from harness.record.ledger import Event
 from harness.store.gitrepo import Worktree, run_git
+
+if TYPE_CHECKING:
+    from harness.trust.destructive.textlike import IgnoredWalk
 
 MAX_LISTED_PATHS = 200
 MAX_WARNED = 50  # warned hits kept per build: evidence for the owners, bounded
@@ -101,7 +104,8 @@ class Finisher(Recorder):
         key = ctx.secret.goal_key(goal.id)
         super().__init__(goal.id, key, worktree, paths, loaded, ctx.clock, ctx.print_line)
         self.ctx, self.goal = ctx, goal
-        self.ignored_before: set[str] | None = None
+        # Before a build: the walk for the ignored entries already there (`new_ignored`).
+        self.ignored_before: IgnoredWalk | None = None
 
     def changed_since(self, base: str) -> list[str]:
         return self.wt.changed_paths(base) if self.wt.is_ancestor(base) else []
@@ -114,11 +118,12 @@ class Finisher(Recorder):
     def finish_build(self, ran: Ran) -> None:
         agent = ran.agent or parse_output(self.goal.build.format, ran.result.stdout_tail)
         usage = combine(ran.report, agent)
+        after = self.walk_ignored()  # beside the scan below (new_ignored)
         # One scan: stage the build's change, list it, and take its tree from the index.
         rewritten = not self.wt.is_ancestor(ran.started)
         changed = [] if rewritten else self.wt.changed_paths(ran.started)
         tree = self.wt.work_tree_id() if rewritten else self.wt.staged_tree()
-        unseen = self.new_ignored(ran)  # hidden from git, there for the judge (trust.md)
+        unseen = self.new_ignored(after)  # hidden from git, there for the judge (trust.md)
         data = (
             ran.data()
             | spend_data(self.cell, usage, self.ctx.control.config.prices)
@@ -169,19 +174,22 @@ class Finisher(Recorder):
             self.checkpoint(f"{ran.step} {ran.iteration} unavailable (try {tries})", data["tree"])
 
     def note_ignored(self, step: StepName) -> None:
-        """Before a build: the ignored entries already there (see `new_ignored`)."""
-        from harness.trust.destructive.textlike import ignored_entries
+        """Before a build: start listing the ignored entries already there (`new_ignored`)."""
+        from harness.trust.destructive.textlike import IgnoredWalk
 
-        self.ignored_before = ignored_entries(self.wt) if step == "build" else None
+        self.ignored_before = IgnoredWalk(self.wt) if step == "build" else None
 
-    def new_ignored(self, ran: Ran) -> list[str]:
+    def walk_ignored(self) -> IgnoredWalk | None:
+        from harness.trust.destructive.textlike import IgnoredWalk
+
+        return None if self.ignored_before is None else IgnoredWalk(self.wt)
+
+    def new_ignored(self, after: IgnoredWalk | None) -> list[str]:
         """Files (not folders) the build added that ignore rules keep out of the diff."""
-        from harness.trust.destructive.textlike import ignored_entries
-
         before = self.ignored_before
-        if before is None:
+        if before is None or after is None:
             return []
-        return sorted(p for p in ignored_entries(self.wt) - before if not p.endswith("/"))
+        return sorted(p for p in after.entries() - before.entries() if not p.endswith("/"))
 
     def destructive_data(self, base: str, unseen: Sequence[str] = ()) -> dict[str, Any]:
         """What in this build's change falls in a destructive class (parks until unparked)."""

@@ -8,6 +8,7 @@ mostly printable bytes), is therefore diffed with `--text` whatever git thinks o
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from pathlib import PurePosixPath
 
@@ -122,6 +123,32 @@ def ignored_entries(wt: Worktree) -> set[str]:
     args = ["ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--directory"]
     out = run_git(args, wt.path).stdout.decode("utf-8", "replace")
     return {p for p in out.split("\0") if p}
+
+
+class IgnoredWalk:
+    """`ignored_entries`, started now and waited for later: the walk reads every folder of
+    the tree, and runs beside the step's other git work (a checkpoint before the build, the
+    scan after it) instead of after it (performance.md, "Scale"). Only the ledger's files
+    and the index change meanwhile, and neither is ever an ignored untracked file."""
+
+    def __init__(self, wt: Worktree) -> None:
+        self._found: set[str] | None = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._walk, args=(wt,), daemon=True)
+        self._thread.start()
+
+    def _walk(self, wt: Worktree) -> None:
+        try:
+            self._found = ignored_entries(wt)
+        except BaseException as error:  # raised where the result is asked for
+            self._error = error
+
+    def entries(self) -> set[str]:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        assert self._found is not None
+        return self._found
 
 
 def unseen_changes(wt: Worktree, paths: Sequence[str]) -> list[FileChange]:
