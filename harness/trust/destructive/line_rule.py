@@ -10,6 +10,7 @@ import bisect
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 from harness.trust.destructive.hits import MAX_HITS_PER_RULE_AND_FILE
 from harness.trust.destructive.paths import PathFacts
@@ -27,21 +28,42 @@ def anywhere(p: PathFacts) -> bool:
 
 @dataclass(frozen=True)
 class LineRule:
+    """A rule's regular expressions are compiled on first use: of the ~80 built-in rules a
+    build's diff reaches the patterns of only those whose needle a line holds, and compiling
+    all of them at import cost ~60 ms of every process that classifies (performance.md)."""
+
     id: str
     cls: str
     # Lower-case literals of which every match contains one. A substring test is a hundred
     # times cheaper than a failing search through a rule's alternatives, and most lines of
     # a large diff match no rule.
     needles: tuple[str, ...]
-    needle_re: re.Pattern[str]
-    pattern: re.Pattern[str]
+    source: str
     sides: str = "+-"  # "+" added lines, "-" removed lines
     scope: Callable[[PathFacts], bool] = _code
-    # Case-insensitive twin, used in SQL files and in commands that run a SQL client; in
-    # other code only upper-case keywords count ("create index of pages" is English).
-    sql_pattern: re.Pattern[str] | None = None
-    unless_next: re.Pattern[str] | None = None  # a match is void if the next line matches
+    # A case-insensitive twin of `pattern` (`sql_pattern`), used in SQL files and in
+    # commands that run a SQL client; in other code only upper-case keywords count
+    # ("create index of pages" is English).
+    sql: bool = False
+    unless_source: str | None = None  # a match is void if the next line matches
     accept: Callable[[re.Match[str]], bool] | None = None  # a further check of the match
+
+    @cached_property
+    def needle_re(self) -> re.Pattern[str]:
+        return re.compile("|".join(map(re.escape, self.needles)))
+
+    @cached_property
+    def pattern(self) -> re.Pattern[str]:
+        return re.compile(self.source)
+
+    @cached_property
+    def sql_pattern(self) -> re.Pattern[str] | None:
+        return re.compile(self.source, re.IGNORECASE) if self.sql else None
+
+    @cached_property
+    def unless_next(self) -> re.Pattern[str] | None:
+        unless = self.unless_source
+        return None if unless is None else re.compile(unless, re.IGNORECASE)
 
 
 def _any(*alternatives: str) -> str:
@@ -61,17 +83,15 @@ def line_rule(
 ) -> LineRule:
     if needles != needles.lower():  # lines are lowered before the needle test
         raise ValueError(f"{rule_id}: needles must be lower case: {needles!r}")
-    source = _any(*alternatives)
     return LineRule(
         id=rule_id,
         cls=cls,
         needles=tuple(needles.split()),
-        needle_re=re.compile("|".join(map(re.escape, needles.split()))),
-        pattern=re.compile(source),
+        source=_any(*alternatives),
         sides=sides,
         scope=scope,
-        sql_pattern=re.compile(source, re.IGNORECASE) if sql else None,
-        unless_next=None if unless_next is None else re.compile(unless_next, re.IGNORECASE),
+        sql=sql,
+        unless_source=unless_next,
         accept=accept,
     )
 

@@ -399,3 +399,15 @@ def test_every_builtin_rule_is_documented() -> None:
 
 def test_every_class_has_rules_and_every_rule_a_known_class() -> None:
     assert set(RULE_CLASSES.values()) == set(CLASSES)
+
+
+def test_every_line_rule_compiles_its_expressions() -> None:
+    # They are compiled on first use (performance.md): a broken one must not wait for the
+    # first diff that reaches it.
+    from harness.trust.destructive.rules import LINE_RULES
+
+    for rule in LINE_RULES:
+        assert rule.needle_re.search(" ".join(rule.needles)) is not None, rule.id
+        assert rule.pattern.pattern == rule.source, rule.id
+        assert (rule.sql_pattern is not None) == rule.sql, rule.id
+        assert (rule.unless_next is not None) == (rule.unless_source is not None), rule.id
