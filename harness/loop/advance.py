@@ -137,10 +137,11 @@ def _move_on(
 
 
 def _repair_index(wt: Worktree, dropped: list[str]) -> None:
-    """What a kill or a power cut left in the goal's index: git's index.lock, and entries
-    or cached trees naming objects that were dropped as empty (made again from HEAD)."""
+    """What a kill or a power cut left in the goal's index: git's index.lock, entries or
+    cached trees naming objects that were dropped as empty, and an index git cannot read
+    (cut, or its shared part lost): the last two are made again from HEAD."""
     wt.clear_stale_index_lock()
-    if dropped:
+    if dropped or not wt.index_readable():
         wt.rebuild_index()
 
 

@@ -508,6 +508,14 @@ class Worktree:
             return True
         return False
 
+    def index_readable(self) -> bool:
+        """Whether git can read the worktree's index. A power cut can cut the index or lose
+        the shared part of a split one (git fsyncs neither under core.fsync=committed),
+        and git then refuses every command that reads it. One process, reading the index
+        and listing nothing."""
+        args = ["ls-files", "-z", "--", ":(literal).harness-index-probe"]
+        return run_git(args, self.path, check=False).returncode == 0
+
     def rebuild_index(self) -> None:
         """The index made again from HEAD: git trusts the index's entries and cached tree
         ids without reading their objects, so after objects were dropped every file is
@@ -517,7 +525,8 @@ class Worktree:
         index = index if index.is_absolute() else self.path / index
         kept = index.read_bytes() if index.is_file() else None
         index.unlink(missing_ok=True)
-        if run_git(["reset", "-q"], self.path, check=False).returncode != 0 and kept is not None:
+        reset = run_git([*NEW_INDEX, "reset", "-q"], self.path, check=False)
+        if reset.returncode != 0 and kept is not None:
             index.write_bytes(kept)
 
     def changed_paths(self, base: str) -> list[str]:
