@@ -70,10 +70,7 @@ def advance_goal(
     _repair_index(wt, dropped)
     runner, bound = _loaded_runner(ctx, goal, verdict, wt, lessons)
     try:
-        cell = _move_on(ctx, runner, bound, verdict, extra)
-        if runner.steps_run:  # a step ran: approved, bound and not refused
-            control.vouch_goal(goal_id)
-        return cell
+        return _move_on(ctx, runner, bound, verdict, extra)
     except Busy:
         # Another runner holds or won the goal: what this run recorded is not pushed and
         # is not pushed, so it is not printed either (docs/specs/remote.md).
@@ -121,6 +118,7 @@ def _move_on(
             )
             return runner.cell
         control.run_approval(goal)  # raises the precise refusal
+    control.vouch_goal(goal_id)  # approved, bound, not refused: its parse is remembered
     runner.start_or_revise(control.owners_sha256)
     waiting = runner.retry_pending()  # the model API was unavailable; no try is due yet
     if cell.status == "running" and runner.cell.status == "running" and not waiting:

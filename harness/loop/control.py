@@ -157,9 +157,10 @@ class Control:
         return goal
 
     def vouch_goal(self, goal_id: str) -> None:
-        """Remember the goal file's schema-checked mapping (model/cache.py) once its run
-        approval verified and a step of it ran (`advance_goal`): an unapproved, edited or
-        refused goal file, or a run that only gated it, leaves nothing behind."""
+        """Remember the goal file's schema-checked mapping (model/cache.py) once the goal
+        is loaded and bound and its run approval verified, as it starts or moves on
+        (`advance._move_on`): an unapproved, edited or refused goal file, or a run that
+        only gated it, leaves nothing behind."""
         parsed = self._memo.pop(f"unvouched:{goal_id}", None)
         if parsed is None or self.goal_cache is None:
             return

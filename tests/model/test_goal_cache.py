@@ -108,8 +108,9 @@ def test_a_goal_that_fails_a_check_is_never_remembered(tmp_path: Path) -> None:
 
 
 def test_a_refused_run_remembers_nothing(managed: ManagedFactory) -> None:
-    """Only a goal whose step ran is remembered: an unapproved goal file leaves no entry
-    (tests/attacks: a refused or gated run changes nothing under .git/harness)."""
+    """Only a goal that starts or moves on under a verified approval is remembered: an
+    unapproved goal file leaves no entry (tests/attacks: a refused or gated run changes
+    nothing under .git/harness)."""
     repo = managed(approve=False)
     assert "waiting for approval" in repo.harness("run", check=0).stderr
     assert list((repo.root / ".git" / "harness" / "cache").glob("goal-*.json")) == []
