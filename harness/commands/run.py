@@ -96,7 +96,7 @@ def _run(
 
         remote = Remote.check(repo, push)
         remote.fetch(control.config.branch_prefix)
-    ids = goal_ids or control.goal_ids()
+    ids = goal_ids or spread(control.goal_ids(), repo, remote)
     misnamed = [] if goal_ids else control.misnamed_goal_files()
     notes = [] if goal_ids else nothing_notes(control, bool(ids or misnamed), "run")
     if not as_json:
@@ -163,6 +163,25 @@ def _run(
             if outcome["lines"]:
                 _step_summary(env, repo, goal_id)
     return _report(outcomes, bool(lines), out, err, as_json)
+
+
+def spread(ids: list[str], repo: Repo, remote: Remote | None) -> list[str]:
+    """With `--push`, the goals in this runner's own order (remote.md, item 2), so
+    runners started together each begin at another goal instead of all racing for the
+    first one; alone, the sorted order."""
+    if remote is None:
+        return ids
+    from harness.store.remote import runner_id
+
+    return rotation(ids, f"{runner_id(repo)} {os.getpid()}")
+
+
+def rotation(ids: list[str], runner: str) -> list[str]:
+    """`ids` rotated to start at a place chosen by a hash of `runner`."""
+    if len(ids) < 2:
+        return ids
+    start = int.from_bytes(hashlib.sha256(runner.encode()).digest()[:8], "big") % len(ids)
+    return ids[start:] + ids[:start]
 
 
 def _report(
