@@ -38,10 +38,13 @@ _OBJECT_NAME = re.compile(r"[0-9a-f]{38}|[0-9a-f]{62}")
 # A branch HEAD as git writes it, for names of plain characters only (others ask git).
 _PLAIN_HEAD = re.compile(r"ref: (refs/heads/[A-Za-z0-9][A-Za-z0-9._/-]*)")
 _SAFE_BASE = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false")
-# git's settings for big trees (what `feature.manyFiles` sets in git 2.39), given on the
-# command line for the harness's own calls only: a goal's worktree gets a version 4 index
-# (paths prefix-compressed, a smaller file to read and write) and an untracked cache, so a
-# scan stats the tracked files and reads only the folders whose mtime moved.
+# git's settings for big trees (what `feature.manyFiles` sets in git 2.39, and a split
+# index), given on the command line for the harness's own calls only: a goal's worktree
+# gets a version 4 index (paths prefix-compressed, a smaller file to read and write), an
+# untracked cache, so a scan stats the tracked files and reads only the folders whose mtime
+# moved, and a split index, so each write is the small delta against a shared part written
+# once (`.git/worktrees/<name>/sharedindex.*`, removed with the worktree). git keeps an
+# index split or not as it is when the setting is absent, so other commands leave it be.
 NEW_INDEX = (
     "-c",
     "index.version=4",
