@@ -190,7 +190,7 @@ def read_goal(
     """`parse_goal`, taking the schema-checked mapping from `cache` when it vouches for
     these bytes (model/cache.py); the checks after the schema run every time. Also returns
     the mapping when it was parsed now (None when it came from the cache), which the caller
-    remembers only once a run has used the goal without a refusal (`Control.vouch_goal`)."""
+    remembers only once the goal is approved and moves on (`Control.vouch_goal`)."""
     yamlutil.check_size(data, MAX_GOAL_FILE_BYTES, source)
     raw = cache.recall(data) if cache is not None else None
     if raw is not None:
