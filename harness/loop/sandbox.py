@@ -23,12 +23,12 @@ import shutil
 import stat
 import subprocess
 import sys
-import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.errors import InvalidInput, TrustFailure, invalid
+from harness.loop.layer import layer_of
 from harness.model.config import SANDBOX_MODES, SandboxMode
 from harness.record.events import Containment
 from harness.store.gitrepo import Repo
@@ -337,7 +337,7 @@ def contain(
     network: bool = True,
 ) -> Iterator[Contained]:
     """The step's argv and env, contained when the sandbox is on. A read-only step works on
-    a copy of the worktree, deleted afterwards; the files named in `keep` (a JUnit report)
+    a copy of the worktree (`layer.py`), deleted afterwards; the files named in `keep` (a JUnit report)
     are copied back into the worktree first, so the harness reads them where it always has."""
     if not sandbox.on:
         if not network:  # refused before the run by offline_refusal; never run it bare
@@ -347,24 +347,14 @@ def contain(
     assert sandbox.bwrap is not None
     home = place.home()
     home.mkdir(parents=True, exist_ok=True, mode=0o700)
-    layer = None if writable else _copy_worktree(place.worktree)
-    work = place.worktree if layer is None else layer
-    try:
+    with contextlib.ExitStack() as stack:
+        layer = None if writable else stack.enter_context(layer_of(place.worktree)).work
+        work = place.worktree if layer is None else layer
         full = bwrap_argv(sandbox.bwrap, place, argv, work=work, scratch=scratch, network=network)
         yield Contained(full, contained_env(env, place), layer, _host_env(place, env))
         if layer is not None:
             for rel in keep:
                 _copy_out(layer, place.worktree, rel)
-    finally:
-        if layer is not None:
-            shutil.rmtree(layer.parent, ignore_errors=True)
-
-
-def _copy_worktree(worktree: Path) -> Path:
-    """A copy of the worktree, ignored files included (a judge needs its virtualenv)."""
-    layer = Path(tempfile.mkdtemp(prefix="harness-layer-")) / "work"
-    shutil.copytree(worktree, layer, symlinks=True)
-    return layer
 
 
 def _copy_out(layer: Path, worktree: Path, rel: str) -> None:

@@ -1,0 +1,259 @@
+"""A read-only step's throw-away layer: a copy of the worktree the step may write, bound at
+the worktree's path by the sandbox and removed after the step (docs/specs/sandbox.md,
+"Read-only steps and the throw-away layer").
+
+The copy goes in memory (`/dev/shm`) when that has room, since there 276 files copy in a
+few milliseconds where the disk can take 40-80 ms (performance.md); else in the temporary
+folder. Each layer's folder is held with `flock` while its step runs, so a later layer
+can tell the folder of a killed run (unlocked, older than a minute) from a live one and
+remove it: a layer left in memory would otherwise hold that memory until the next boot.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import os
+import stat
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TypeVar
+
+MEMORY = Path("/dev/shm")
+MEMORY_FLOOR = 1 << 30  # the free bytes /dev/shm needs for a layer to be put there
+PREFIX = "goal-harness-layer-"
+STALE_AFTER_S = 60.0  # an unlocked layer older than this was left by a killed run
+_PAGE = 4096
+T = TypeVar("T")
+
+
+class TooBig(Exception):
+    """The copy would pass the bytes it was allowed in memory."""
+
+
+@dataclass
+class Layer:
+    """One layer's folder (`work` inside it is the copy), locked while it is open."""
+
+    folder: Path
+    fd: int
+
+    @property
+    def work(self) -> Path:
+        return self.folder / "work"
+
+    def remove(self) -> None:
+        try:
+            remove_tree(self.folder)
+        finally:
+            os.close(self.fd)
+
+
+@contextlib.contextmanager
+def layer_of(worktree: Path, memory: Path = MEMORY) -> Iterator[Layer]:
+    """A copy of `worktree`, ignored files included (a judge needs its virtualenv), removed
+    when the block ends."""
+    layer = make_layer(worktree, memory)
+    try:
+        yield layer
+    finally:
+        layer.remove()
+
+
+def make_layer(worktree: Path, memory: Path = MEMORY) -> Layer:
+    """In `memory` if it has room for the copy and a step's writes, else on disk."""
+    budget = memory_budget(memory)
+    if budget is not None:
+        layer = try_layer(memory, worktree, budget)
+        if layer is not None:
+            return layer
+    found = try_layer(Path(tempfile.gettempdir()), worktree, None)
+    assert found is not None  # no budget: only an OSError stops it, and that is raised
+    return found
+
+
+def memory_budget(memory: Path, floor: int = MEMORY_FLOOR) -> int | None:
+    """The bytes a copy may take in `memory`: a quarter of what is free there, leaving the
+    rest to the step's own writes and everyone else; None below `floor` free (a container's
+    64 MiB /dev/shm) or when there is no such folder."""
+    try:
+        info = os.statvfs(memory)
+    except OSError:
+        return None
+    free = info.f_bavail * info.f_frsize
+    return free // 4 if free >= floor else None
+
+
+def try_layer(parent: Path, worktree: Path, budget: int | None) -> Layer | None:
+    """A layer in a new folder under `parent`, or None (and nothing left) when the copy
+    would pass `budget` bytes or `parent` is full or cannot be written."""
+    sweep(parent)
+    try:
+        folder = Path(tempfile.mkdtemp(prefix=PREFIX, dir=parent))
+    except OSError:
+        if budget is None:
+            raise
+        return None
+    try:
+        layer = Layer(folder, _locked(folder))
+    except OSError:
+        remove_tree(folder)
+        raise
+    try:
+        copy_tree(worktree, layer.work, budget)
+    except TooBig:
+        layer.remove()
+        return None
+    except OSError as exc:
+        layer.remove()
+        if budget is None or exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+            raise
+        return None
+    return layer
+
+
+def _locked(folder: Path) -> int:
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    return fd
+
+
+def sweep(parent: Path) -> None:
+    """Remove the layers under `parent` that killed runs of this user left behind."""
+    now, uid = time.time(), os.getuid()
+    try:
+        entries = [e for e in os.scandir(parent) if e.name.startswith(PREFIX)]
+    except OSError:
+        return
+    for entry in entries:
+        try:
+            info = entry.stat(follow_symlinks=False)
+        except OSError:
+            continue
+        old = now - info.st_mtime > STALE_AFTER_S
+        if stat.S_ISDIR(info.st_mode) and info.st_uid == uid and old:
+            _remove_if_unlocked(Path(entry.path))
+
+
+def _remove_if_unlocked(folder: Path) -> None:
+    try:
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except OSError:
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:  # a live run holds it
+        os.close(fd)
+        return
+    Layer(folder, fd).remove()
+
+
+def remove_tree(folder: Path) -> None:
+    """`folder` and all in it, as far as it can be removed: also when a step took its write
+    or read permission away from a folder in its copy, or nested folders deeper than
+    `shutil.rmtree` can recurse (both would leave a layer in memory)."""
+    top = os.fspath(folder)
+    stack = [(top, False)]
+    while stack:
+        path, emptied = stack.pop()
+        if emptied:
+            _as_owner(os.rmdir, path, top)
+            continue
+        stack.append((path, True))
+        for entry, is_dir in _as_owner(_entries, path, top) or []:
+            if is_dir:
+                stack.append((entry, False))
+            else:
+                _as_owner(os.unlink, entry, top)
+
+
+def _entries(path: str) -> list[tuple[str, bool]]:
+    with os.scandir(path) as entries:
+        return [(e.path, e.is_dir(follow_symlinks=False)) for e in entries]
+
+
+def _as_owner(function: Callable[[str], T], path: str, top: str) -> T | None:
+    """`function(path)`; refused for want of permission, again after giving the folder
+    (and the folder it is in) back their owner's permissions, never a folder outside
+    `top` (the layer's own). None when it still fails."""
+    for attempt in range(2):
+        try:
+            return function(path)
+        except FileNotFoundError:
+            return None
+        except PermissionError:
+            if attempt == 1:
+                return None
+            for target in (os.path.dirname(path), path):
+                if target != top and not target.startswith(top + os.sep):
+                    continue
+                with contextlib.suppress(OSError):
+                    if stat.S_ISDIR(os.lstat(target).st_mode):
+                        os.chmod(target, 0o700)
+        except OSError:
+            return None
+    return None
+
+
+def copy_tree(source: Path, target: Path, budget: int | None) -> None:
+    """`source` copied to `target` (made here): folders, regular files with their mode and
+    times, symbolic links as links; a socket, pipe or device is left out, as are extended
+    attributes. Raises TooBig once the copy would pass `budget` bytes (pages, counted as
+    tmpfs counts them). `shutil.copytree` does the same in 2-3 times the time (its
+    per-file `copystat` and extended-attribute calls; performance.md), and recurses."""
+    spent = 0
+    folders: list[tuple[str, os.stat_result]] = []
+    stack = [(os.fspath(source), os.fspath(target))]
+    while stack:
+        src, dst = stack.pop()
+        os.mkdir(dst, 0o700)
+        folders.append((dst, os.stat(src, follow_symlinks=False)))
+        with os.scandir(src) as entries:
+            for entry in entries:
+                info = entry.stat(follow_symlinks=False)
+                spent += _PAGE + (info.st_size + _PAGE - 1) // _PAGE * _PAGE
+                if budget is not None and spent > budget:
+                    raise TooBig(source)
+                into = os.path.join(dst, entry.name)
+                if stat.S_ISDIR(info.st_mode):
+                    stack.append((entry.path, into))
+                elif stat.S_ISREG(info.st_mode):
+                    _copy_file(entry.path, into, info)
+                elif stat.S_ISLNK(info.st_mode):
+                    os.symlink(os.readlink(entry.path), into)
+    for dst, info in reversed(folders):  # after their files, which change a folder's time
+        os.chmod(dst, stat.S_IMODE(info.st_mode))
+        os.utime(dst, ns=(info.st_atime_ns, info.st_mtime_ns))
+
+
+def _copy_file(src: str, dst: str, info: os.stat_result) -> None:
+    source = os.open(src, os.O_RDONLY | os.O_NOFOLLOW)
+    try:
+        out = os.open(dst, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        try:
+            _send(source, out, info.st_size)
+            os.fchmod(out, stat.S_IMODE(info.st_mode))
+            os.utime(out, ns=(info.st_atime_ns, info.st_mtime_ns))
+        finally:
+            os.close(out)
+    finally:
+        os.close(source)
+
+
+def _send(source: int, out: int, size: int) -> None:
+    """The file's `size` bytes, by sendfile where the file system allows it, else by reads
+    and writes from where sendfile stopped."""
+    try:
+        while size > 0 and (sent := os.sendfile(out, source, None, size)):
+            size -= sent
+    except OSError as exc:
+        if exc.errno not in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
+            raise
+        while chunk := os.read(source, 1 << 20):
+            view = memoryview(chunk)
+            while view:
+                view = view[os.write(out, view) :]
