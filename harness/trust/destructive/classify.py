@@ -51,8 +51,7 @@ def classify_command(argv: Sequence[str], extra: Sequence[DestructiveRule] = ())
     in_sql_client = SQL_CLIENT_RE.search(command) is not None
     hits: list[Hit] = []
     for rule in LINE_RULES:
-        pattern = rule.sql_pattern if in_sql_client and rule.sql_pattern else rule.pattern
-        hits += (_command_hit(rule.cls, rule.id, text) for _, text in scan(rule, pattern, side))
+        hits += (_command_hit(rule.cls, rule.id, t) for _, t in scan(rule, in_sql_client, side))
     for index, config_rule in enumerate(extra):
         patterns = [re.compile(source) for source in config_rule.lines]
         matched = (text for _, text in side.lines if any(p.search(text) for p in patterns))
@@ -85,10 +84,9 @@ def _line_hits(change: FileChange, facts: PathFacts) -> list[Hit]:
     for rule in LINE_RULES:
         if not rule.scope(facts):
             continue
-        pattern = rule.sql_pattern if in_sql_file and rule.sql_pattern else rule.pattern
         for sign, side in sides:
             if sign in rule.sides:
-                found = scan(rule, pattern, side)
+                found = scan(rule, in_sql_file, side)
                 hits += (Hit(rule.cls, rule.id, change.path, n, clip(t)) for n, t in found)
     return hits
 

@@ -140,10 +140,16 @@ def _fires(rule: LineRule, pattern: re.Pattern[str], text: str) -> bool:
     return any(rule.accept(match) for match in pattern.finditer(text))
 
 
-def scan(rule: LineRule, pattern: re.Pattern[str], side: Side) -> list[tuple[int, str]]:
-    """The first MAX_HITS_PER_RULE_AND_FILE lines where the rule fires."""
+def scan(rule: LineRule, sql: bool, side: Side) -> list[tuple[int, str]]:
+    """The first MAX_HITS_PER_RULE_AND_FILE lines where the rule fires; `sql`: in SQL (a
+    SQL file, a command running a SQL client), where keywords match in any case. A rule's
+    expression is compiled only once some line holds one of its needles."""
     found: list[tuple[int, str]] = []
-    for index in _candidates(rule, side):
+    candidates = _candidates(rule, side)
+    if not candidates:
+        return found
+    pattern = rule.sql_pattern if sql and rule.sql_pattern else rule.pattern
+    for index in candidates:
         number, text = side.lines[index]
         if not _fires(rule, pattern, text):
             continue
