@@ -27,13 +27,14 @@ from harness.loop.context import RunContext
 from harness.loop.crossing import Crossing
 from harness.loop.finish import FINISH, MAX_LISTED_PATHS, Ran, unavailable_detail
 from harness.loop.guards import ChildRecord, GitConfigGuard, RecordGuard, StepWatch
+from harness.loop.layer import LayerFailure
 from harness.loop.lessons import Lesson, select
 from harness.loop.progress import Progress, progress_text
 from harness.loop.prompt import build_prompt
 from harness.loop.recorder import call_id, fit_text
 from harness.loop.sandbox import Contained, Place, Sandbox, contain, resolve
 from harness.loop.spend import budget_limits, recurrence, remaining_env
-from harness.loop.steps import StepResult, child_env, run_step
+from harness.loop.steps import StepResult, cannot_start, child_env, run_step
 from harness.model.goal import BuildSpec, Goal, JudgeSpec, StepSpec
 from harness.record.cell import Cell, pending_classes
 from harness.record.events import (
@@ -230,8 +231,12 @@ class GoalRunner(Crossing):
                 self.ctx.control.config.scrub_env,
                 {"HARNESS_GOAL": self.goal.id, "HARNESS_STEP": "lesson-check"},
             )
-            with self.contained("lesson-check", lesson.check, env) as box:
-                result = run_step(box.argv, self.wt.path, box.env, b"", lesson.check_timeout_s)
+            try:
+                with self.contained("lesson-check", lesson.check, env) as box:
+                    timeout = lesson.check_timeout_s
+                    result = run_step(box.argv, self.wt.path, box.env, b"", timeout)
+            except LayerFailure as exc:
+                result = cannot_start(str(exc))
             results.append((lesson, result))
         tampered = watch.tampered() if watch else None  # before a byte is appended
         for lesson, result in results:
@@ -456,17 +461,21 @@ class GoalRunner(Crossing):
             if step == "ship":  # exactly the signed commit, never the worktree an agent touched
                 cwd = self.ship_checkout(scratch / "checkout")
                 env |= self.ship_env(git_text(["rev-parse", "HEAD"], cwd))
-            with self.contained(step, spec.run, env, scratch, cwd, spec.network) as box:
-                meter = self.meter(box.records_env) if step == "build" else None
-                result = run_step(
-                    box.argv,
-                    cwd,
-                    box.env,
-                    prompt.encode(),
-                    spec.timeout_s,
-                    on_start=started,
-                    on_stdout=meter.feed if meter else None,
-                )
+            meter = None
+            try:
+                with self.contained(step, spec.run, env, scratch, cwd, spec.network) as box:
+                    meter = self.meter(box.records_env) if step == "build" else None
+                    result = run_step(
+                        box.argv,
+                        cwd,
+                        box.env,
+                        prompt.encode(),
+                        spec.timeout_s,
+                        on_start=started,
+                        on_stdout=meter.feed if meter else None,
+                    )
+            except LayerFailure as exc:  # a read-only step without its copy cannot start
+                result = cannot_start(str(exc))
             spent = meter.finish() if meter else None
             return result, read_report_file(scratch / "report.json"), spent
         finally:

@@ -35,6 +35,11 @@ class TooBig(Exception):
     """The copy would pass the bytes it was allowed in memory."""
 
 
+class LayerFailure(Exception):
+    """No copy of the worktree could be made (a file the runner may not read, a full
+    disk): the step cannot start, and says why instead of ending the run."""
+
+
 @dataclass
 class Layer:
     """One layer's folder (`work` inside it is the copy), locked while it is open."""
@@ -71,9 +76,20 @@ def make_layer(worktree: Path, memory: Path = MEMORY) -> Layer:
         layer = try_layer(memory, worktree, budget)
         if layer is not None:
             return layer
-    found = try_layer(Path(tempfile.gettempdir()), worktree, None)
+    try:
+        found = try_layer(Path(tempfile.gettempdir()), worktree, None)
+    except OSError as exc:
+        raise LayerFailure(_why(exc, worktree)) from exc
     assert found is not None  # no budget: only an OSError stops it, and that is raised
     return found
+
+
+def _why(exc: OSError, worktree: Path) -> str:
+    where = os.fspath(exc.filename) if exc.filename is not None else ""
+    with contextlib.suppress(ValueError):
+        where = os.fspath(Path(where).relative_to(worktree)) if where else ""
+    detail = f"{where}: {exc.strerror or exc}" if where else str(exc.strerror or exc)
+    return f"harness: the read-only step's copy of the worktree could not be made: {detail}"
 
 
 def memory_budget(memory: Path, floor: int = MEMORY_FLOOR) -> int | None:
@@ -110,7 +126,9 @@ def try_layer(parent: Path, worktree: Path, budget: int | None) -> Layer | None:
         return None
     except OSError as exc:
         layer.remove()
-        if budget is None or exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+        if budget is not None and exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+            raise LayerFailure(_why(exc, worktree)) from exc  # on disk it would fail too
+        if budget is None:
             raise
         return None
     return layer

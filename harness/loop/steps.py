@@ -334,6 +334,11 @@ def _start(
         )
 
 
+def cannot_start(message: str) -> StepResult:
+    """The result of a step the harness could not start for `message` (exit 126)."""
+    return StepResult(126, 0.0, "", message.rstrip("\n") + "\n", False, False)
+
+
 def _not_started(argv: Sequence[str], cwd: Path, exc: OSError, duration_s: float) -> StepResult:
     code = 127 if isinstance(exc, FileNotFoundError) else 126
     reason = exc.strerror or str(exc)

@@ -30,10 +30,16 @@ def test_value_is_right():
 
 
 def _repo(
-    tmp_path: Path, key: OwnerKey, sandbox: str | None, value: str = "right", junit: bool = False
+    tmp_path: Path,
+    key: OwnerKey,
+    sandbox: str | None,
+    value: str = "right",
+    junit: bool = False,
+    build: str = "",
 ) -> ManagedRepo:
     goal = base_goal()
-    goal["build"]["run"] = [sys.executable, "-c", f"open('value.txt', 'w').write('{value}\\n')"]
+    build = build or f"open('value.txt', 'w').write('{value}\\n')"
+    goal["build"]["run"] = [sys.executable, "-c", build]
     judge = [sys.executable, "-m", "pytest", "-q", "tests/test_value.py"]
     goal["judge"]["run"] = [*judge, "--junitxml=reports/junit.xml"] if junit else judge
     if junit:
@@ -123,6 +129,36 @@ def test_a_junit_file_the_judge_writes_is_read(tmp_path: Path, owner_key: OwnerK
     assert row["gate"] is None
     assert not (repo.worktree / "reports" / "junit.xml").exists()
     assert "reports/junit.xml" not in _branch_files(repo)
+
+
+@needs_bwrap
+@pytest.mark.skipif(shutil.which("unshare") is None, reason="needs unshare")
+def test_a_judge_without_room_for_its_copy_fails_and_says_why(
+    tmp_path: Path, owner_key: OwnerKey
+) -> None:
+    """No room for the judge's copy of the worktree, in memory or on disk (two small real
+    tmpfs mounts in a mount namespace of the run's own): the judge cannot start, exits 126
+    with the reason, and the run goes on to its next round instead of ending with exit 1."""
+    big = "open('big.bin', 'wb').write(bytes(2 << 20))"
+    repo = _repo(tmp_path, owner_key, "required", build=big)
+    small = tmp_path / "tmpdir"
+    small.mkdir()
+    mounts = 'mount -t tmpfs -o size=64k tmpfs /dev/shm && mount -t tmpfs -o size=1m tmpfs "$0"'
+    argv = ["unshare", "--user", "--map-root-user", "--mount", "sh", "-c",
+            f'{mounts} && exec "$@"', os.fspath(small),
+            sys.executable, "-m", "harness", "run", "--max-steps", "2"]  # fmt: skip
+    env = repo.env | {"TMPDIR": os.fspath(small)}
+    done = subprocess.run(argv, cwd=repo.root, env=env, capture_output=True, text=True)
+    if done.returncode != 0 and "mount" in done.stderr:
+        pytest.skip(f"cannot mount a tmpfs in a user namespace here: {done.stderr.strip()}")
+    assert done.returncode == 0, done.stderr
+    judged = [e for e in _events(repo) if e["type"] == "step.finished" and e["step"] == "judge"]
+    data = judged[0]["data"]
+    assert isinstance(data, dict) and data["exit_code"] == 126
+    assert "copy of the worktree could not be made" in str(data)
+    assert "No space left on device" in str(data)
+    row = repo.status()
+    assert (row["status"], row["gate"]) == ("paused", None)  # the next run builds again
 
 
 def _path_without_bwrap(tmp_path: Path, broken: bool) -> str:
