@@ -11,6 +11,7 @@ remote's message and the next run pushes it. No server of our own is involved.
 from __future__ import annotations
 
 import socket
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -52,6 +53,9 @@ class Remote:
     name: str
     # Remote goal branches this run's fetch saw move other than forward: branch -> (was, is).
     rewound: dict[str, tuple[str, str]] = field(default_factory=dict, compare=False)
+    # The branches on which this run lost a race: once one is lost, other runners are at
+    # work, and each goal's branch is fetched again right before it is synced (remote.md).
+    lost: set[str] = field(default_factory=set, compare=False)
 
     @classmethod
     def check(cls, repo: Repo, name: str) -> Remote:
@@ -69,7 +73,7 @@ class Remote:
         spec = f"+refs/heads/{prefix}*:refs/remotes/{self.name}/{prefix}*"
         seen = self._tracked(prefix)
         try:
-            run_git(["fetch", "-q", "--prune", self.name, spec], self.repo.root)
+            self._fetch_all(spec)
         except GitError as exc:
             raise RemoteUnreachable(
                 f"--push {self.name}: cannot fetch the goal branches from the remote: {exc}; "
@@ -77,11 +81,39 @@ class Remote:
             ) from None
         now = self._tracked(prefix)
         for branch, before in seen.items():
-            after = now.get(branch)
-            if after is not None and after != before and not self.repo.is_ancestor(before, after):
-                self.rewound[branch] = (before, after)
-                # Kept as last seen, so every later run refuses too until a human acts.
-                run_git(["update-ref", self.tracking(branch), before], self.repo.root)
+            self._check_forward(branch, before, now.get(branch))
+
+    def _fetch_all(self, spec: str) -> None:
+        """`git fetch --prune`, tried again when it failed only because another runner of
+        this clone was updating one of the same refs (git: "cannot lock ref")."""
+        for attempt in range(4):
+            try:
+                run_git(["fetch", "-q", "--prune", self.name, spec], self.repo.root)
+                return
+            except GitError as exc:
+                if attempt == 3 or "cannot lock ref" not in str(exc):
+                    raise
+                time.sleep(0.1 * 2**attempt)  # 0.7 s in all: another fetch takes ~0.1 s
+
+    def _check_forward(self, branch: str, before: str | None, after: str | None) -> None:
+        if before is None or after is None or after == before:
+            return
+        if not self.repo.is_ancestor(before, after):
+            self.rewound[branch] = (before, after)
+            # Kept as last seen, so every later run refuses too until a human acts.
+            run_git(["update-ref", self.tracking(branch), before], self.repo.root)
+
+    def refresh(self, branch: str) -> None:
+        """After a lost race in this run, the goal's branch fetched again (checked, like the
+        run's first fetch, to have moved only forward): the first fetch is as old as the
+        run, and racing on what it saw loses again. A fetch that fails leaves what was seen."""
+        if not self.lost or branch in self.rewound:
+            return
+        before = self.repo.rev_parse(self.tracking(branch))
+        spec = f"+refs/heads/{branch}:{self.tracking(branch)}"
+        if run_git(["fetch", "-q", self.name, spec], self.repo.root, check=False).returncode:
+            return
+        self._check_forward(branch, before, self.repo.rev_parse(self.tracking(branch)))
 
     def _tracked(self, prefix: str) -> dict[str, str]:
         """What this clone last saw of each remote goal branch (its remote-tracking refs)."""
@@ -130,6 +162,7 @@ class Remote:
         Ahead of the remote (results of a run that died before pushing): push them. Behind:
         fast-forward. Diverged: another runner won; drop the local commits.
         """
+        self.refresh(branch)
         if branch in self.rewound:
             before, after = self.rewound[branch]
             raise TrustFailure(
@@ -156,6 +189,7 @@ class Remote:
         moved = self._push_or_refused(branch, worktree.head())
         if moved is not None:
             self._reset(branch, worktree.path, moved)
+            self.lost.add(branch)
             raise LeaseLost(f"{branch}: another runner advanced the goal first; leaving it to them")
 
     def fence(self, worktree: Worktree, started: str, what: str, lease_until: str) -> None:
@@ -169,6 +203,7 @@ class Remote:
         if theirs is None or theirs == started or self.repo.is_ancestor(theirs, started):
             return
         self._reset(branch, worktree.path, theirs)
+        self.lost.add(branch)
         raise LeaseLost(
             f"{what} ended after another runner took it over (its lease ran until "
             f"{lease_until}; the remote's branch is at {theirs[:12]}); its result is "
