@@ -126,11 +126,11 @@ def try_layer(parent: Path, worktree: Path, budget: int | None) -> Layer | None:
         return None
     except OSError as exc:
         layer.remove()
-        if budget is not None and exc.errno not in (errno.ENOSPC, errno.EDQUOT):
-            raise LayerFailure(_why(exc, worktree)) from exc  # on disk it would fail too
-        if budget is None:
+        if budget is None:  # on disk: make_layer says why
             raise
-        return None
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):  # memory is full: the disk is next
+            return None
+        raise LayerFailure(_why(exc, worktree)) from exc  # on disk it would fail too
     return layer
 
 

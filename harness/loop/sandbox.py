@@ -337,8 +337,9 @@ def contain(
     network: bool = True,
 ) -> Iterator[Contained]:
     """The step's argv and env, contained when the sandbox is on. A read-only step works on
-    a copy of the worktree (`layer.py`), deleted afterwards; the files named in `keep` (a JUnit report)
-    are copied back into the worktree first, so the harness reads them where it always has."""
+    a copy of the worktree (`layer.py`), deleted afterwards; the files named in `keep` (a
+    JUnit report) are copied back into the worktree first, so the harness reads them where
+    it always has."""
     if not sandbox.on:
         if not network:  # refused before the run by offline_refusal; never run it bare
             raise TrustFailure(f"a step without network cannot run: {sandbox.describe()}")
