@@ -70,14 +70,18 @@ def layer_of(worktree: Path, memory: Path = MEMORY) -> Iterator[Layer]:
 
 
 def make_layer(worktree: Path, memory: Path = MEMORY) -> Layer:
-    """In `memory` if it has room for the copy and a step's writes, else on disk."""
+    """In `memory` if it has room for the copy and a step's writes, else on disk. Both
+    places are first swept of what killed runs left, wherever this layer goes."""
+    disk = Path(tempfile.gettempdir())
+    for parent in dict.fromkeys((memory, disk)):
+        sweep(parent)
     budget = memory_budget(memory)
     if budget is not None:
         layer = try_layer(memory, worktree, budget)
         if layer is not None:
             return layer
     try:
-        found = try_layer(Path(tempfile.gettempdir()), worktree, None)
+        found = try_layer(disk, worktree, None)
     except OSError as exc:
         raise LayerFailure(_why(exc, worktree)) from exc
     assert found is not None  # no budget: only an OSError stops it, and that is raised
@@ -107,7 +111,6 @@ def memory_budget(memory: Path, floor: int = MEMORY_FLOOR) -> int | None:
 def try_layer(parent: Path, worktree: Path, budget: int | None) -> Layer | None:
     """A layer in a new folder under `parent`, or None (and nothing left) when the copy
     would pass `budget` bytes or `parent` is full or cannot be written."""
-    sweep(parent)
     try:
         folder = Path(tempfile.mkdtemp(prefix=PREFIX, dir=parent))
     except OSError:

@@ -232,6 +232,29 @@ def test_a_killed_runs_layer_is_swept_and_a_live_one_kept(tmp_path: Path) -> Non
         shutil.rmtree(young, ignore_errors=True)
 
 
+def test_a_layer_in_memory_sweeps_the_disk_too(tmp_path: Path) -> None:
+    """A killed run's layer on disk is removed by the next layer, also when that one goes in
+    memory (the usual case), not only by a later layer on disk."""
+    left = Path(tempfile.mkdtemp(prefix=PREFIX))  # on disk, unlocked: a killed run's
+    long_ago = time.time() - STALE_AFTER_S - 5
+    os.utime(left, (long_ago, long_ago))
+    memory = tmp_path / "memory"
+    memory.mkdir()
+    source = tmp_path / "wt"
+    source.mkdir()
+    (source / "f.txt").write_text("x\n")
+    layer = make_layer(source, memory=memory) if memory_budget(memory) else None
+    try:
+        if layer is None:
+            pytest.skip(f"{tmp_path} has less than 1 GiB free")
+        assert layer.folder.parent == memory
+        assert not left.exists()
+    finally:
+        if layer is not None:
+            layer.remove()
+        remove_tree(left)
+
+
 def test_a_sweep_leaves_other_names_alone(tmp_path: Path) -> None:
     other = tmp_path / "harness-layer-old-version"  # what earlier versions made
     other.mkdir()
