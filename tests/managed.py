@@ -6,6 +6,7 @@ outside the repository, so a test can count how often each really ran.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
@@ -18,6 +19,7 @@ from typing import Any, Protocol
 
 import yaml
 
+from harness.commands.approve import approve as approve_goal
 from harness.commands.demo import make_owner_key
 
 SECRET = "test-secret-0123456789abcdef0123456789abcdef"
@@ -161,8 +163,8 @@ class ManagedRepo:
             (root / name).write_text(text)
         env = {**os.environ, "HARNESS_SECRET": SECRET, "TEST_COUNTER_DIR": str(counters)}
         repo = cls(root, key, counters, goal["id"], env)
-        if approve:
-            repo.harness("approve", goal["id"], "--key", str(key.private), check=0)
+        if approve:  # in this process: `harness approve` itself is tested as a command
+            approve_goal(root, goal["id"], key.private, env, io.StringIO())
         git(root, "add", "-A")
         git(root, "commit", "-q", "-m", "set up")
         return repo
@@ -220,7 +222,16 @@ class ManagedRepo:
         return path.read_text().split() if path.exists() else []
 
     def status(self) -> dict[str, Any]:
-        rows = json.loads(self.harness("status", "--json", self.goal_id, check=0).stdout)
+        """The goal's `harness status --json` row, read in this process: what the tests
+        read between commands, not the command under test (the CLI's own status is
+        driven as a subprocess where a test is about it). A subprocess here cost the suite
+        a Python start and a coverage start per look."""
+        from harness.commands.status import status
+
+        out, err = io.StringIO(), io.StringIO()
+        code = status(self.root, [self.goal_id], True, False, self.env, out, err)
+        assert code == 0, (code, out.getvalue(), err.getvalue())
+        rows = json.loads(out.getvalue())
         assert len(rows) == 1
         return dict(rows[0])
 
