@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sys
 from collections.abc import Mapping
 from dataclasses import asdict
@@ -103,7 +104,8 @@ def _rows(
     # _waits_for_approval reads the goal and approval files of the goals still moving: one
     # git process for all of them, not two requests a goal.
     control.prefetch_goal_files([c.goal for c in cells if c.status not in TERMINAL | WAITING])
-    return cells, [_row(repo, control, heads, cell, secret is not None) for cell in cells]
+    locks = repo.harness_dir() / "locks"
+    return cells, [_row(repo, control, heads, locks, cell, secret is not None) for cell in cells]
 
 
 def _cell(control: Control, goal_id: str, data: bytes | None, key: bytes | None) -> Cell:
@@ -121,9 +123,13 @@ def _cells(
     prefix = control.config.branch_prefix
     found: dict[str, bytes | None] = {}
     wanted = []
+    try:  # one listing, not a stat per goal: most goals have no worktree here
+        with_worktree = set(os.listdir(repo.worktree_path("")))
+    except OSError:
+        with_worktree = set()
     for goal_id in ids:
         local = repo.worktree_path(goal_id) / "ledger" / goal_id / "state.json"
-        if local.is_file():
+        if goal_id in with_worktree and local.is_file():
             found[goal_id] = local.read_bytes()
         elif f"{prefix}{goal_id}" in heads:
             wanted.append(goal_id)
@@ -135,14 +141,15 @@ def _cells(
 
 
 def _row(
-    repo: Repo, control: Control, heads: dict[str, str], cell: Cell, verified: bool
+    repo: Repo, control: Control, heads: dict[str, str], locks: Path, cell: Cell, verified: bool
 ) -> dict[str, Any]:
     goal_id = cell.goal
     branch = control.branch(goal_id)
     shown = cell.status
     elsewhere = _elsewhere(repo, cell)
-    locked = GoalLock(repo.harness_dir() / "locks", goal_id).held_elsewhere()
-    if shown == "running" and not locked and elsewhere is None:
+    # Only a running goal's lock changes what is shown (running, or paused when nobody
+    # holds it); the probe is not made for the others.
+    if shown == "running" and elsewhere is None and not _held(locks, goal_id):
         shown = "paused"
     stopped = shown not in MOVING
     # Pinned to the owners file it started under: until a pinned owner signs the change, no
@@ -172,6 +179,11 @@ def _row(
         "stale_after_s": stale_after(cell),
         "stale": not (waits or moved) and is_stale(cell, SystemClock().now()),
     } | _recurring(cell)
+
+
+def _held(locks: Path, goal_id: str) -> bool:
+    """Whether another process holds the goal's lock now (a read-only probe)."""
+    return GoalLock(locks, goal_id).held_elsewhere()
 
 
 def _recurring(cell: Cell) -> dict[str, Any]:

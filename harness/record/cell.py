@@ -337,7 +337,7 @@ def _spend_from(raw: Any, source: str, key: str, positive: bool) -> Spend:
         spend = Spend(**raw)
     except TypeError:
         raise TrustFailure(f"{source}: {key}: malformed budget record") from None
-    for name, value in asdict(spend).items():
+    for name, value in vars(spend).items():  # its fields, without asdict's deep copies
         bad = (
             not isinstance(value, int | float)
             or isinstance(value, bool)
