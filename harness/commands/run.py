@@ -25,7 +25,6 @@ from harness.model.goal import GOAL_ID_EXPECTED, goal_source
 from harness.model.wording import show_value
 from harness.record.cell import Cell, parse_cell
 from harness.record.events import TERMINAL, WAITING
-from harness.record.render import unavailable_text
 from harness.record.visible import block, one_line
 from harness.store.gitrepo import GitError, Repo
 from harness.store.lock import GoalLock
@@ -316,6 +315,8 @@ def _run_one(
         return {"id": goal_id, "result": label, "exit_code": exc.exit_code, "message": str(exc)}
     waiting = cell.unavailable if cell.status == "running" and cell.unavailable else None
     if waiting is not None and waiting.retry_at is not None and not quiet:
+        from harness.record.render import unavailable_text  # the renderer, only when shown
+
         err.write(f"harness: {goal_id}: waiting: {unavailable_text(waiting)}\n")
     due = cell.next_run_due()  # a recurring goal's; no key for a one-shot goal
     return {
