@@ -705,6 +705,14 @@ def status_rows(root: Path) -> list[dict[str, Any]]:
 # ---- timing ------------------------------------------------------------------------------
 
 
+def settle() -> None:
+    """Wait until what earlier generation wrote is on the disk (`sync`), so that its
+    write-back does not slow whichever side is timed next; says how long that took."""
+    started = time.perf_counter()
+    os.sync()
+    say(f"settle: sync took {time.perf_counter() - started:.1f} s")
+
+
 def timed(
     cmd: list[str], cwd: Path, env: dict[str, str] | None = None, stdout: Any = subprocess.PIPE
 ) -> tuple[float, bytes]:
@@ -772,6 +780,7 @@ def bench_ledger(repo: Managed, events: int, small: int, reps: int, only: set[st
     folder = repo.root / ".harness" / "worktrees" / BIG_GOAL / "ledger" / BIG_GOAL / "events"
     replay = [*harness_cmd(), "replay", BIG_GOAL, "--format", "text"]
     best = Best.of("floor", "verify", "replay", "peak", "small_peak", "small_verify")
+    settle()  # the generation wrote ~1 GiB (segments and loose objects): not timed here
     for _ in range(reps):
         floor = measured([sys.executable, "-c", FLOOR, str(folder)], repo.root)
         if int(floor.out) != events:
@@ -863,6 +872,7 @@ def bench_checkpoint(repo: Managed, wt: Path, planned: Iterator[Planned], reps: 
     The clone has its own object store on purpose: a second worktree of the same
     repository would find every blob the harness had just written already there and skip
     compressing it, which is most of the work of a commit that adds ledger bytes."""
+    settle()
     other = repo.root.parent / "checkpoint-baseline"
     git(
         repo.root.parent,
@@ -908,6 +918,7 @@ def bench_checkpoint(repo: Managed, wt: Path, planned: Iterator[Planned], reps: 
 
 
 def bench_status(repo: Managed, count: int, reps: int, metric: str = "status_1000") -> None:
+    settle()
     cmd = [*harness_cmd(), "status", "--json"]
     best = Best.of("harness", "git")
     for _ in range(reps):
@@ -948,6 +959,7 @@ def bench_status(repo: Managed, count: int, reps: int, metric: str = "status_100
 
 
 def bench_noop(repo: Managed, reps: int) -> None:
+    settle()
     heads = git(repo.root, "for-each-ref", "refs/heads/harness/")
     best = Best.of("harness", "python")
     for _ in range(reps * 2):
@@ -975,6 +987,7 @@ def bench_sandbox(repo: Managed, reps: int) -> None:
     of the generated project (250 files). Both sides of each step kind are timed; the ratio
     is the worse kind's: a build (the worktree bound writable) or a judge (a throw-away
     copy of the worktree, made and removed around the step)."""
+    settle()
     from harness.loop.sandbox import Place, Sandbox, contain, resolve
     from harness.loop.steps import run_step
 
@@ -1037,6 +1050,7 @@ def bench_runners(base: Path, keys: Path, reps: int) -> None:
     """8 runners in 4 clones against 1 runner in 1 clone, over the same 40 goals (fresh
     repositories each time). The ratio is the 8-runner wall time over the 1-runner one:
     at most 1.0 means the team is not slower than one runner."""
+    settle()
     best = Best.of("one", "team")
     steps = 0
     for n in range(max(1, reps // 3)):

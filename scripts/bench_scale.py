@@ -218,6 +218,7 @@ def bench_jobs(base: Path, keys: Path, reps: int) -> None:
     texts = {gid: goal_yaml(gid, JOBS_SLEEP, JOBS_SLEEP, "true") for gid in ids}
     repo = managed_repo(base / "jobs", keys, texts)
     env = _bare_env()
+    bench.settle()
     best = Best.of("1", "4")
     for rep in range(reps):
         for jobs in ("1", "4"):
