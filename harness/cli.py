@@ -6,76 +6,32 @@ what it uses.
 
 from __future__ import annotations
 
-import errno
 import os
 import sys
 from collections import ChainMap
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 import click
 
 from harness import __version__
-from harness.errors import HarnessError, Interrupted
-from harness.record.visible import one_line
-
-# A write the disk refused: a read-only file system, a full disk, a spent quota.
-_DISK_ERRORS = frozenset({errno.EROFS, errno.ENOSPC, errno.EDQUOT})
-
-
-def _crash_log(exc: BaseException) -> Path:
-    import tempfile  # only a crash pays for these two
-    import traceback
-
-    fd, name = tempfile.mkstemp(prefix="harness-crash-", suffix=".log")
-    with os.fdopen(fd, "w") as handle:
-        handle.write("".join(traceback.format_exception(exc)))
-    return Path(name)
+from harness.entry import failure_code
 
 
 class HarnessGroup(click.Group):
-    """Turns the one error tree into one line and its exit code."""
+    """Turns the one error tree into one line and its exit code (`entry.failure_code`)."""
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
-        except HarnessError as exc:
-            click.echo(f"harness: {one_line(exc)}", err=True)
-            ctx.exit(exc.exit_code)
         except (click.exceptions.Exit, click.ClickException, click.Abort):
             raise
-        except BrokenPipeError:
-            # The reader went away (`harness replay | head`): stop quietly, like other tools.
-            sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - keeps the interpreter's flush quiet
-            ctx.exit(141)
-        except Interrupted as stop:
-            click.echo(
-                f"harness: stopped by {stop.name}; the goal is paused and the next run resumes it",
-                err=True,
-            )
-            ctx.exit(128 + stop.signum)
-        except KeyboardInterrupt:
-            click.echo("harness: interrupted", err=True)
-            ctx.exit(130)
-        except OSError as exc:
-            if exc.errno not in _DISK_ERRORS:
-                _internal(ctx, exc)
-            # Not a bug: the disk refused a write. Named in one line, no traceback.
-            where = f" {os.fsdecode(exc.filename)!r}" if exc.filename is not None else ""
-            click.echo(f"harness: cannot write{where}: {exc.strerror}", err=True)
-            ctx.exit(1)
-        except Exception as exc:  # a bug: keep the traceback, show one line
-            _internal(ctx, exc)
-
-
-def _internal(ctx: click.Context, exc: BaseException) -> NoReturn:
-    log = _crash_log(exc)
-    click.echo(
-        f"harness: internal error: {type(exc).__name__}: {one_line(exc)} (traceback in {log})",
-        err=True,
-    )
-    ctx.exit(1)
+        except BaseException as exc:
+            code = failure_code(exc, lambda line: click.echo(line, err=True))
+            if code is None:
+                raise
+            ctx.exit(code)
 
 
 # HARNESS_SECRET, HARNESS_SECRET_FILE and HARNESS_KEY_PASSPHRASE as main() found them.
