@@ -221,19 +221,50 @@ class ManagedRepo:
         path = self.counters / f"{step}.log"
         return path.read_text().split() if path.exists() else []
 
-    def status(self) -> dict[str, Any]:
-        """The goal's `harness status --json` row, read in this process: what the tests
-        read between commands, not the command under test (the CLI's own status is
-        driven as a subprocess where a test is about it). A subprocess here cost the suite
-        a Python start and a coverage start per look."""
-        from harness.commands.status import status
+    # What the tests read between the commands under test (status, replay, verify) runs in
+    # this process: the same command functions the CLI calls, without a Python start and a
+    # coverage start per look (the suite's largest cost). Where a test is about a command
+    # as a user runs it, it drives the CLI with `harness(...)`.
+
+    def _read(self, command: Callable[[io.StringIO, io.StringIO], int]) -> str:
+        from harness.store.catfile import forget_readers
 
         out, err = io.StringIO(), io.StringIO()
-        code = status(self.root, [self.goal_id], True, False, self.env, out, err)
+        try:
+            code = command(out, err)
+        finally:
+            forget_readers()  # the next command (another process) may remake the worktree
         assert code == 0, (code, out.getvalue(), err.getvalue())
-        rows = json.loads(out.getvalue())
+        return out.getvalue()
+
+    def status(self) -> dict[str, Any]:
+        """The goal's `harness status --json` row."""
+        from harness.commands.status import status
+
+        text = self._read(
+            lambda out, err: status(self.root, [self.goal_id], True, False, self.env, out, err)
+        )
+        rows = json.loads(text)
         assert len(rows) == 1
         return dict(rows[0])
+
+    def verified(self) -> str:
+        """`harness verify` of every goal's record; asserts it exits 0."""
+        from harness.commands.verify import verify
+
+        return self._read(lambda out, err: verify(self.root, [], self.env, out, err=err))
+
+    def replayed(self) -> dict[str, Any]:
+        """`harness replay <goal> --format json`, parsed."""
+        from harness.commands.replay import replay
+
+        data = io.BytesIO()
+
+        def command(out: io.StringIO, err: io.StringIO) -> int:
+            return replay(self.root, self.goal_id, "json", None, self.env, data, err)
+
+        self._read(command)
+        return dict(json.loads(data.getvalue()))
 
     def snapshot(self) -> dict[str, bytes]:
         """Every file below the repository (worktrees included), for byte comparisons."""

@@ -158,6 +158,13 @@ def worktree_reader(path: Path, options: Sequence[str]) -> ObjectReader:
     return _readers[path]
 
 
+def forget_readers() -> None:
+    """End every reader this process keeps (one that reads repositories other processes
+    change between its reads: the tests' in-process looks)."""
+    for path in list(_readers):
+        forget_reader(path)
+
+
 def forget_reader(path: Path) -> None:
     """End the reader of `path`: its worktree is being made or removed, and git resolved
     the worktree's own folder (its HEAD) when the reader started."""

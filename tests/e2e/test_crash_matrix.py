@@ -42,7 +42,7 @@ Outcome = tuple[
 
 
 def outcome(repo: ManagedRepo) -> Outcome:
-    events = json.loads(repo.harness("replay", "g1", "--format", "json", check=0).stdout)["events"]
+    events = repo.replayed()["events"]
     finished = [
         (e["step"], e["iteration"], e["data"].get("result"))
         for e in events
@@ -87,12 +87,12 @@ def test_killed_at_failpoint_then_resumed(
     for _ in range(5):
         if repo.status()["status"] not in ("pending", "running", "paused"):
             break
-        repo.harness("verify", check=0)
+        repo.verified()
         repo.harness("run", check=0)
     status, gate, iteration, finished, tree, events = outcome(repo)
     assert (status, gate, iteration, finished, tree) == baseline[:5]
     assert_no_finished_step_ran_again(events)
-    repo.harness("verify", check=0)
+    repo.verified()
 
 
 # ---- the last event of every path -----------------------------------------------------
@@ -256,12 +256,11 @@ def test_killed_at_the_last_events_of_a_path_then_resumed(
         *_argv(repo, path.final), env=repo.env | {"HARNESS_FAILPOINT": f"{point}@{nth}"}
     )
     assert killed.returncode == -9, (killed.stdout, killed.stderr)
-    repo.harness("verify", check=0)
+    repo.verified()
     status, gate, iteration, finished, tree, events = _settled(repo)
     assert (status, gate, iteration, finished, tree) == want
     assert status not in ("pending", "running", "paused")
     assert_no_finished_step_ran_again(events)
     # Finished for real: the cell and the report committed, the worktree clean.
     assert git(repo.worktree, "status", "--porcelain") == ""
-    assert json.loads(repo.harness("status", "--json", "g1", check=0).stdout)[0]["status"] == status
-    repo.harness("verify", check=0)
+    repo.harness("verify", check=0)  # and as a user runs it
