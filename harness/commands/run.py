@@ -21,7 +21,7 @@ from harness.errors import (
     invalid,
 )
 from harness.loop.control import Control
-from harness.model.goal import GOAL_ID_EXPECTED, goal_source
+from harness.model.goalid import GOAL_ID_EXPECTED, goal_source
 from harness.model.wording import show_value
 from harness.record.cell import Cell, parse_cell
 from harness.record.events import TERMINAL, WAITING

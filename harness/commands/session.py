@@ -15,7 +15,7 @@ from typing import Any, Generic, Literal, TypeVar, overload
 
 from harness.errors import TrustFailure
 from harness.loop.control import Control, open_control
-from harness.model.goal import check_goal_id
+from harness.model.goalid import check_goal_id
 from harness.store.gitrepo import Repo
 from harness.trust.secret import Secret, load_secret
 

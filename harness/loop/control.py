@@ -11,14 +11,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 from harness.errors import InvalidInput, TrustFailure
 from harness.model.cache import ParsedCache
 from harness.model.config import Config, config_cache, parse_config
-from harness.model.goal import (
-    GOAL_ID_RE,
-    Goal,
-    check_goal_id,
-    goal_cache,
-    read_goal,
-    stray_goal_note,
-)
+from harness.model.goalid import GOAL_ID_RE, check_goal_id, goal_cache, stray_goal_note
 from harness.store.gitrepo import Repo
 from harness.store.objects import ObjectReader, read_blobs
 from harness.trust.approvals import SignedRecord, Verdict, find_run_approval, parse_approval_file
@@ -26,6 +19,7 @@ from harness.trust.owners import Owner, parse_owners
 
 if TYPE_CHECKING:
     from harness.loop.lessons import Lesson
+    from harness.model.goal import Goal
     from harness.record.cell import Cell
     from harness.trust.secret import Secret
 
@@ -149,6 +143,8 @@ class Control:
         return data
 
     def goal(self, goal_id: str, principals: set[str] | None = None) -> Goal:
+        from harness.model.goal import read_goal  # the parser, only for a goal that moves
+
         source = f"goals/{goal_id}.yaml"
         data, defaults = self.goal_bytes(goal_id), self.config.defaults
         goal, parsed = read_goal(data, source, goal_id, defaults, principals, self.goal_cache)

@@ -9,7 +9,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import math
-import re
 import shlex
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
@@ -19,6 +18,14 @@ from typing import Any
 from harness.errors import invalid
 from harness.model import yamlutil
 from harness.model.cache import ParsedCache
+from harness.model.goalid import GOAL_ID_EXPECTED as GOAL_ID_EXPECTED
+from harness.model.goalid import GOAL_ID_RE as GOAL_ID_RE
+from harness.model.goalid import MAX_GOAL_FILE_BYTES as MAX_GOAL_FILE_BYTES
+from harness.model.goalid import SCHEMA as SCHEMA
+from harness.model.goalid import check_goal_id as check_goal_id
+from harness.model.goalid import goal_cache as goal_cache
+from harness.model.goalid import goal_source as goal_source
+from harness.model.goalid import stray_goal_note as stray_goal_note
 from harness.model.limits import (
     COST_EXPECTED,
     MAX_DURATION_SECONDS,
@@ -31,11 +38,7 @@ from harness.model.limits import (
 )
 from harness.model.wording import show_value
 
-GOAL_ID_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
-PLAIN_NAME_RE = re.compile(r"[A-Za-z0-9._-]{1,100}")
-GOAL_ID_EXPECTED = "1 to 63 lowercase letters, digits or '-', starting with a letter or digit"
 MAX_OBJECTIVE_CHARS = 32_000
-MAX_GOAL_FILE_BYTES = 256 * 1024
 COMMAND_EXPECTED = "a command: a non-empty string of shell words or a non-empty list of strings"
 RELATIVE_PATH_EXPECTED = "a relative path inside the repository, without '..'"
 GLOB_EXPECTED = (
@@ -43,7 +46,6 @@ GLOB_EXPECTED = (
 )
 # The harness's own folders: an expect glob never counts (or names) a file there.
 HARNESS_TOPS = ("ledger", ".harness")
-SCHEMA = "goal.schema.json"
 
 
 @dataclass(frozen=True)
@@ -108,45 +110,6 @@ class Goal:
         return [name for name, spec in steps.items() if spec is not None and not spec.network]
 
 
-def stray_goal_note(name: str, is_folder: bool) -> str | None:
-    """The note for an entry of `goals/` that looks meant as a goal but is never read as
-    one: a subfolder (goals sit directly in `goals/`) or a `.yml` file (the suffix is
-    `.yaml`). Anything else there (a README) is no goal and needs no note."""
-    # A name may hold a newline or a terminal escape: shown quoted unless it is plain.
-    shown = name if PLAIN_NAME_RE.fullmatch(name) else show_value(name)
-    if is_folder:
-        return f"goals/{shown}/: ignored (goal files sit directly in goals/, not in a subfolder)"
-    if name.endswith(".yml"):
-        return (
-            f"goals/{shown}: ignored (a goal file's name ends in .yaml: rename it"
-            f" goals/{shown[: -len('.yml')]}.yaml)"
-        )
-    return None
-
-
-def goal_source(goal_id: str) -> str:
-    """`goals/<id>.yaml` as a message names it. A name that is not a goal id is shown quoted
-    and escaped: a file name may hold a newline or a terminal escape, and no message may
-    print a line of its own."""
-    if GOAL_ID_RE.fullmatch(goal_id):
-        return f"goals/{goal_id}.yaml"
-    return f"goals/{show_value(goal_id + '.yaml')}"
-
-
-def check_goal_id(goal_id: str, source: str) -> str:
-    """The id itself when it is a valid goal id; InvalidInput naming the problem otherwise."""
-    # fullmatch: with search or match, "$" would accept a trailing newline.
-    if GOAL_ID_RE.fullmatch(goal_id):
-        return goal_id
-    if not goal_id:
-        problem = "goal id is empty"
-    elif len(goal_id) > 63:
-        problem = f"goal id is {len(goal_id)} characters long"
-    else:
-        problem = f"{show_value(goal_id)} is not a valid goal id"
-    raise invalid(source, "id", problem, GOAL_ID_EXPECTED)
-
-
 def load_goal(
     path: Path,
     source: str,
@@ -156,12 +119,6 @@ def load_goal(
     """Read and parse goals/<id>.yaml; the expected id is the file's stem."""
     data = yamlutil.read_capped(path, MAX_GOAL_FILE_BYTES, source)
     return parse_goal(data, source, path.stem, defaults, owner_principals)
-
-
-def goal_cache(folder: Path, key: bytes) -> ParsedCache:
-    """Goal files validated before, in `folder` (model/cache.py): enough for the goals a
-    busy repository's runs move (a goal at rest is never parsed)."""
-    return ParsedCache(folder, key, "goal", SCHEMA, 4 * MAX_GOAL_FILE_BYTES, keep=256)
 
 
 def parse_goal(

@@ -17,7 +17,7 @@ from typing import Any, NamedTuple
 
 from harness.errors import TrustFailure
 from harness.record.events import STATUSES, TERMINAL
-from harness.record.ledger import START, Position
+from harness.record.position import START, Position
 from harness.store.fsutil import atomic_write, canonical_json, read_no_follow, strict_json_loads
 
 CELL_VERSION = 1
@@ -359,6 +359,7 @@ _TUPLES = (
     "lessons_given",
     "warned",
 )
+_TUPLE_SET = frozenset(_TUPLES)
 
 
 # Fields added within format version 1; a cell written before them reads as their default.
@@ -395,7 +396,7 @@ def _cell_from(raw: dict[str, Any], source: str) -> Cell:
         unavailable = raw.pop("unavailable")
         rule_counts = _rule_counts_from(raw.pop("rule_counts"))
         caps, spent = raw.pop("lifetime_limit"), raw.pop("lifetime_used")
-        fields: dict[str, Any] = {k: v for k, v in raw.items() if k not in _TUPLES}
+        fields: dict[str, Any] = {k: v for k, v in raw.items() if k not in _TUPLE_SET}
         fields.update({name: tuple(raw[name]) for name in _TUPLES[2:]})
         fields["sessions"] = tuple(SessionTotals.from_list(entry) for entry in raw["sessions"])
         cell = Cell(

@@ -20,12 +20,14 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import HarnessError, TrustFailure
+from harness.record.position import GENESIS as GENESIS
+from harness.record.position import START as START
+from harness.record.position import Position as Position
 from harness.store.fsutil import append_line, canonical_json, fsync_dir
 
 FORMAT_VERSION = 1
 SEGMENT_BYTES = 8 * 1024 * 1024
 MAX_DATA_BYTES = 64 * 1024
-GENESIS = "0" * 64
 EVENT_KEYS = frozenset({"v", "seq", "ts", "type", "goal", "step", "iter", "data", "prev"})
 # An event of a recurring goal's run N ≥ 2 also carries `run` (absent: run 1).
 RUN_EVENT_KEYS = EVENT_KEYS | {"run"}
@@ -40,20 +42,6 @@ _MAC_START, _MAC_END = -_TRAILER + len(_MAC_OPEN), -len(_TAIL)
 _READ_BUFFER = 1024 * 1024
 _raw_decode = json.JSONDecoder().raw_decode
 _new, _set_attr = object.__new__, object.__setattr__
-
-
-@dataclass(frozen=True)
-class Position:
-    """Where the ledger stands: the last event's sequence number and line hash."""
-
-    seq: int
-    hash: str
-
-    def __str__(self) -> str:
-        return f"{self.seq}:{self.hash}"
-
-
-START = Position(0, GENESIS)
 
 
 @dataclass(frozen=True)
