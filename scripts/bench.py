@@ -69,14 +69,8 @@ from harness.record import fold as fold_module  # noqa: E402
 from harness.record.cell import Cell, cell_bytes  # noqa: E402
 from harness.record.fold import apply  # noqa: E402
 from harness.record.hydrate import GoalPaths, committed_view, load  # noqa: E402
-from harness.record.ledger import (  # noqa: E402
-    GENESIS,
-    SEGMENT_BYTES,
-    Event,
-    Ledger,
-    Position,
-    segment_name,
-)
+from harness.record.ledger import SEGMENT_BYTES, Event, Ledger, segment_name  # noqa: E402
+from harness.record.position import GENESIS, Position  # noqa: E402
 from harness.record.render import REPORT_TAIL_EVENTS, MarkdownReport  # noqa: E402
 from harness.store.fsutil import canonical_json  # noqa: E402
 from harness.store.gitrepo import Worktree  # noqa: E402

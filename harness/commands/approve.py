@@ -10,7 +10,8 @@ from typing import TextIO
 
 from harness.commands.check import _config, _owners, stored_goal_bytes
 from harness.errors import InvalidInput
-from harness.model.goal import check_goal_id, parse_goal
+from harness.model.goal import parse_goal
+from harness.model.goalid import check_goal_id
 from harness.store.gitrepo import Repo
 from harness.trust.approvals import append_record
 from harness.trust.owners import principals_for_key

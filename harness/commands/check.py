@@ -18,14 +18,8 @@ from harness.loop.lessons import (
     parse_lesson,
 )
 from harness.model.config import Config, parse_config
-from harness.model.goal import (
-    MAX_GOAL_FILE_BYTES,
-    Goal,
-    check_goal_id,
-    goal_source,
-    parse_goal,
-    stray_goal_note,
-)
+from harness.model.goal import Goal, parse_goal
+from harness.model.goalid import MAX_GOAL_FILE_BYTES, check_goal_id, goal_source, stray_goal_note
 from harness.model.wording import show_value
 from harness.store.gitrepo import Repo, stored_bytes
 from harness.trust.approvals import find_run_approval, parse_approval_file

@@ -7,7 +7,7 @@ from typing import TextIO
 
 from harness.errors import InvalidInput, invalid
 from harness.loop.control import OWNERS_PATH
-from harness.model.goal import GOAL_ID_EXPECTED, GOAL_ID_RE, check_goal_id
+from harness.model.goalid import GOAL_ID_EXPECTED, GOAL_ID_RE, check_goal_id
 from harness.model.wording import show_value
 from harness.store.gitrepo import Repo
 from harness.trust.owners import parse_owners

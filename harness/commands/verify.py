@@ -11,7 +11,7 @@ from typing import Any, TextIO
 from harness.commands.session import nothing_notes, open_session
 from harness.errors import HarnessError, TrustFailure
 from harness.loop.control import Control
-from harness.model.goal import GOAL_ID_RE
+from harness.model.goalid import GOAL_ID_RE
 from harness.record.hydrate import SAFE_ADVICE, load
 from harness.record.ledger import LedgerBroken
 from harness.record.locate import Located, locate

@@ -21,8 +21,8 @@ from typing import Any
 
 from harness.errors import invalid
 from harness.model import yamlutil
-from harness.model.goal import GOAL_ID_EXPECTED, GOAL_ID_RE
 from harness.model.goal import _command as goal_command  # the same `run` rules as a goal step
+from harness.model.goalid import GOAL_ID_EXPECTED, GOAL_ID_RE
 from harness.model.limits import parse_duration
 from harness.model.wording import show_value
 

@@ -19,7 +19,7 @@ from harness.record.cell import write_cell
 from harness.record.events import EventType, Status, StepName
 from harness.record.fold import apply
 from harness.record.hydrate import GoalPaths, Loaded
-from harness.record.ledger import Position
+from harness.record.position import Position
 from harness.record.render import text_line
 from harness.store.fsutil import atomic_write
 from harness.store.gitrepo import Worktree

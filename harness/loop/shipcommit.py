@@ -23,7 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.record.changes import base_after
-from harness.record.ledger import Position, Record
+from harness.record.ledger import Record
+from harness.record.position import Position
 from harness.store.gitrepo import HARNESS_EMAIL, HARNESS_NAME, run_git
 
 # Settings that would change the bytes of the commit object (and so its id) or sign it.

@@ -18,14 +18,7 @@ from typing import Any
 from harness.errors import invalid
 from harness.model import yamlutil
 from harness.model.cache import ParsedCache
-from harness.model.goalid import GOAL_ID_EXPECTED as GOAL_ID_EXPECTED
-from harness.model.goalid import GOAL_ID_RE as GOAL_ID_RE
-from harness.model.goalid import MAX_GOAL_FILE_BYTES as MAX_GOAL_FILE_BYTES
-from harness.model.goalid import SCHEMA as SCHEMA
-from harness.model.goalid import check_goal_id as check_goal_id
-from harness.model.goalid import goal_cache as goal_cache
-from harness.model.goalid import goal_source as goal_source
-from harness.model.goalid import stray_goal_note as stray_goal_note
+from harness.model.goalid import MAX_GOAL_FILE_BYTES, SCHEMA, check_goal_id
 from harness.model.limits import (
     COST_EXPECTED,
     MAX_DURATION_SECONDS,

@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from harness.record.cell import Cell
 from harness.record.events import WAITING
 from harness.record.fold import apply
-from harness.record.ledger import Event, Position, Record
+from harness.record.ledger import Event, Record
+from harness.record.position import Position
 
 
 def base_after(base: str | None, event: Event) -> str | None:

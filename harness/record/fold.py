@@ -22,7 +22,8 @@ from harness.record.cell import (
     Unavailable,
 )
 from harness.record.events import AGENT_STEPS, EventType
-from harness.record.ledger import Event, Position
+from harness.record.ledger import Event
+from harness.record.position import Position
 from harness.record.rulecounts import counted, fired_rules
 
 MAX_NOTE_CHARS = 8_000

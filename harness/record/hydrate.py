@@ -17,7 +17,8 @@ from pathlib import Path
 from harness.errors import TrustFailure
 from harness.record.cell import Cell, parse_cell
 from harness.record.fold import apply
-from harness.record.ledger import START, Ledger, Position, Record, TornTail
+from harness.record.ledger import Ledger, Record, TornTail
+from harness.record.position import START, Position
 from harness.record.render import MarkdownReport
 from harness.store.fsutil import refuse_link
 from harness.store.gitenv import git_reason, named_objects

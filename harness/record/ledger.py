@@ -20,9 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import HarnessError, TrustFailure
-from harness.record.position import GENESIS as GENESIS
-from harness.record.position import START as START
-from harness.record.position import Position as Position
+from harness.record.position import START, Position
 from harness.store.fsutil import append_line, canonical_json, fsync_dir
 
 FORMAT_VERSION = 1

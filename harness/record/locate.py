@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.errors import InvalidInput
-from harness.model.goal import check_goal_id
+from harness.model.goalid import check_goal_id
 from harness.record.hydrate import Committed, GoalPaths, committed_view
 from harness.store.gitrepo import Repo, run_git
 from harness.store.worktree import open_worktree

@@ -11,8 +11,9 @@ from typing import Any, cast
 from harness.record.cell import Cell, Unavailable
 from harness.record.events import EventType
 from harness.record.fold import apply
-from harness.record.ledger import Event, Position, Record
+from harness.record.ledger import Event, Record
 from harness.record.notes import IterationEvidence
+from harness.record.position import Position
 from harness.record.runs import Runs
 from harness.record.visible import one_line
 

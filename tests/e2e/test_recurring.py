@@ -84,7 +84,7 @@ def test_three_runs_over_three_intervals_with_one_approval(managed: ManagedFacto
     row = repo.status()
     assert (row["status"], row["run"]) == ("completed", 3)
     assert len(repo.count("build")) == 3
-    assert repo.harness("verify", check=0).returncode == 0
+    repo.verified()
 
     replay = repo.harness("replay", repo.goal_id, "--run", "2", check=0).stdout
     assert "run 2 started" in replay and "run 3 started" not in replay
@@ -128,7 +128,7 @@ def test_an_edited_goal_file_stops_the_next_run_until_approved(managed: ManagedF
     types = [e["type"] for e in events(repo)]
     revised = types.index("goal.revised")
     assert types[revised + 1] == "run.started"
-    assert repo.harness("verify", check=0).returncode == 0
+    repo.verified()
 
 
 SHIP = {"run": ["sh", "-c", 'echo "$HARNESS_SHIP_BASE" >> "$TEST_COUNTER_DIR/ship.log"']}
@@ -157,7 +157,7 @@ def test_a_run_parked_at_eyes_blocks_the_next_until_shipped(managed: ManagedFact
     second_base = git(repo.root, "rev-parse", "main")
     repo.harness("ship", repo.goal_id, "--key", str(repo.key.private), check=0)
     assert repo.count("ship") == [first_base, second_base]
-    assert repo.harness("verify", check=0).returncode == 0
+    repo.verified()
 
 
 def test_three_missed_intervals_give_one_catch_up_run(managed: ManagedFactory) -> None:
@@ -213,7 +213,7 @@ def _finished_like_an_uninterrupted_run(repo: ManagedRepo) -> None:
     ) == {p for p in git(repo.root, *shown, starts[0]).split() if p.startswith("ledger/g1/")}
     assert (repo.worktree / "news.txt").is_file()
     assert git(repo.worktree, "status", "--porcelain") == ""
-    assert repo.harness("verify", check=0).returncode == 0
+    repo.verified()
 
 
 @pytest.mark.parametrize(("point", "nth"), RUN_START_POINTS)
@@ -295,7 +295,7 @@ def test_max_runs_stops_the_goal_until_a_revision_raises_it(managed: ManagedFact
     repo.harness("run", check=0)
     row = repo.status()
     assert (row["status"], row["run"], len(repo.count("build"))) == ("completed", 3, 3)
-    assert repo.harness("verify", check=0).returncode == 0
+    repo.verified()
 
 
 def test_lifetime_without_every_is_invalid_input(managed: ManagedFactory) -> None:

@@ -18,16 +18,15 @@ from harness.errors import InvalidInput
 from harness.model import yamlutil
 from harness.model.config import DEFAULT_CONFIG
 from harness.model.goal import (
-    MAX_GOAL_FILE_BYTES,
     MAX_OBJECTIVE_CHARS,
     BuildSpec,
     Goal,
     JudgeSpec,
     StepSpec,
-    check_goal_id,
     load_goal,
     parse_goal,
 )
+from harness.model.goalid import MAX_GOAL_FILE_BYTES, check_goal_id
 from harness.model.limits import Budget, Defaults, Halt, parse_duration
 from tests.yamledits import DELETE, FUZZ, byte_edits, edited, mutated, with_changes
 from tests.yamledits import json_values as json_values_for

@@ -13,7 +13,8 @@ import pytest
 import harness
 from harness.errors import InvalidInput
 from harness.model.config import DEFAULT_CONFIG
-from harness.model.goal import Goal, goal_cache, parse_goal, read_goal
+from harness.model.goal import Goal, parse_goal, read_goal
+from harness.model.goalid import goal_cache
 from harness.store.fsutil import canonical_json
 from harness.trust.secret import Secret
 from tests.managed import SECRET, ManagedFactory

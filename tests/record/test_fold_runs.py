@@ -11,7 +11,8 @@ import pytest
 from harness.errors import TrustFailure
 from harness.record.cell import Cell, LifetimeCaps, LifetimeUsed, cell_bytes, parse_cell
 from harness.record.fold import fold
-from harness.record.ledger import Event, Position
+from harness.record.ledger import Event
+from harness.record.position import Position
 
 KEY = b"c" * 32
 LIMITS = {"iterations": 3, "seconds": 100, "cost_usd": 1.0, "turns": 10, "passes": 20}

@@ -12,7 +12,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harness.record.ledger import GENESIS, Ledger, LedgerBroken, Position
+from harness.record.ledger import Ledger, LedgerBroken
+from harness.record.position import GENESIS, Position
 
 KEY = b"k" * 32
 

@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from harness.record.ledger import GENESIS, Event
+from harness.record.ledger import Event
+from harness.record.position import GENESIS
 from harness.record.render import describe, text_line
 
 

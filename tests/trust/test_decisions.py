@@ -10,7 +10,7 @@ import pytest
 
 from harness.errors import InvalidInput
 from harness.record.cell import Cell, Spend
-from harness.record.ledger import Position
+from harness.record.position import Position
 from harness.trust.approvals import SignedRecord
 from harness.trust.decisions import (
     bound_to,

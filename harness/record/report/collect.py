@@ -12,8 +12,9 @@ from typing import Any, cast
 from harness.record.cell import Cell
 from harness.record.events import EventType
 from harness.record.fold import apply
-from harness.record.ledger import Event, Position, Record
+from harness.record.ledger import Event, Record
 from harness.record.notes import IterationEvidence
+from harness.record.position import Position
 from harness.record.render import describe
 from harness.record.report.cells import tone_of
 from harness.record.report.model import (
