@@ -206,10 +206,10 @@ def _elsewhere(repo: Repo, cell: Cell) -> dict[str, str] | None:
     """The step another clone started and may still be running (its lease has not run
     out), as this clone last fetched the branch: that goal is not paused."""
     flight = cell.in_flight
-    if cell.status != "running" or flight is None or flight.runner in ("", runner_id(repo)):
+    if cell.status != "running" or flight is None:
         return None
-    if flight.lease_until <= SystemClock().now():
-        return None  # that runner is gone: the next run here takes the step over
+    if not flight.held_elsewhere(runner_id(repo), SystemClock().now):
+        return None  # this clone's, or that runner is gone: the next run here takes it over
     step = f"{flight.step}[{flight.iteration}]"
     return {"step": step, "runner": flight.runner, "lease_until": flight.lease_until}
 

@@ -311,13 +311,8 @@ class GoalRunner(Crossing):
         flight = self.cell.in_flight
         assert flight is not None
         step = step_named(flight.step)
-        foreign = flight.runner not in ("", self.ctx.runner)
-        if foreign and self.ctx.clock.now() < flight.lease_until:
-            # Another clone started this step and its lease has not run out: not a crash.
-            raise Busy(
-                f"goal {self.goal.id}: {flight.step}[{flight.iteration}] is being run by "
-                f"{flight.runner} (lease until {flight.lease_until})"
-            )
+        if flight.held_elsewhere(self.ctx.runner, self.ctx.clock.now):
+            raise Busy(f"goal {self.goal.id}: {flight.holder_text()}")
         if step == "ship":
             self.gate(
                 "parked_at_eyes",

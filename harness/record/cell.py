@@ -13,12 +13,15 @@ import math
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from harness.errors import TrustFailure
 from harness.record.events import STATUSES, TERMINAL
 from harness.record.position import START, Position
 from harness.store.fsutil import atomic_write, canonical_json, read_no_follow, strict_json_loads
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 CELL_VERSION = 1
 MAX_CELL_BYTES = 64 * 1024
@@ -46,6 +49,19 @@ class InFlight:
     base: str
     runner: str = ""  # which clone runs it: "<host>:<git common dir>"
     lease_until: str = ""  # after this time another clone may take the step over
+
+    def held_elsewhere(self, runner: str, now: Callable[[], str]) -> bool:
+        """Whether another clone than `runner` started the step and its lease has not run
+        out at `now()` (the ledger's ISO format: compares as text; the clock is read only
+        for another clone's step): not a crash, and not this clone's to take over
+        (remote.md, item 5)."""
+        return self.runner not in ("", runner) and now() < self.lease_until
+
+    def holder_text(self) -> str:
+        return (
+            f"{self.step}[{self.iteration}] is being run by {self.runner} "
+            f"(lease until {self.lease_until})"
+        )
 
 
 class SessionTotals(NamedTuple):
