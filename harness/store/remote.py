@@ -20,6 +20,7 @@ from harness.errors import Busy, HarnessError, InvalidInput, TrustFailure
 from harness.store.gitrepo import GitError, Repo, Worktree, run_git
 
 if TYPE_CHECKING:
+    from harness.store.catfile import ObjectReader
     from harness.store.gitpush import PushResult
 
 LEASE_GRACE_S = 300
@@ -128,16 +129,31 @@ class Remote:
         cut = len(f"refs/remotes/{self.name}/")
         return {ref[cut:]: sha for ref, _, sha in (x.partition(" ") for x in out.splitlines())}
 
-    def in_step(self, branch: str) -> bool:
+    def in_step(self, branch: str, objects: ObjectReader) -> bool:
         """Whether the local goal branch is exactly where the remote's was last fetched
         (and did not go back): the sync would change nothing, so a finished or waiting goal
-        may be answered for without loading it, as without `--push` (loop.md, step 1)."""
+        may be answered for without loading it, as without `--push` (loop.md, step 1).
+        Both refs are read through `objects` (a `cat-file --batch` reads refs afresh at each
+        request): no git process."""
         if branch in self.rewound:
             return False
-        refs = [f"refs/heads/{branch}", self.tracking(branch)]
-        proc = run_git(["rev-parse", *refs], self.repo.root, check=False)  # refs/…: no option
-        heads = proc.stdout.decode().split()
-        return proc.returncode == 0 and len(heads) == 2 and heads[0] == heads[1]
+        ours = objects.commit_id(f"refs/heads/{branch}")
+        return ours is not None and ours == objects.commit_id(self.tracking(branch))
+
+    def catch_up(self, branch: str, worktree: Path, ours: str | None, theirs: str) -> bool:
+        """The local branch brought from `ours` (None: absent) to `theirs`, the remote's
+        commit it descends from, as `sync` brings a branch that is behind: a worktree this
+        clone has is reset to it; a branch with none is moved only if it is still at `ours`
+        (git's compare-and-swap). False when that failed or git could not do it."""
+        try:
+            if (worktree / ".git").exists():
+                self._reset(branch, worktree, theirs)
+                return True
+        except GitError:
+            return False
+        old = ours if ours is not None else "0" * len(theirs)
+        update = ["update-ref", f"refs/heads/{branch}", theirs, old]
+        return run_git(update, self.repo.root, check=False).returncode == 0
 
     def fetch_branch(self, branch: str) -> str | None:
         spec = f"+refs/heads/{branch}:{self.tracking(branch)}"

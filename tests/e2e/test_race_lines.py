@@ -72,6 +72,9 @@ def test_a_step_another_clone_runs_is_not_shown_paused(
         busy = second.harness("run", "--push", "origin", check=4)
         assert busy.stdout == ""  # no `resumed`: the other clone's lease holds the step
         assert "is being run by " in busy.stderr
+        # Answered from the remote's cell (remote.md, item 3): the goal was not loaded, so
+        # no worktree was made for it here.
+        assert not second.worktree.exists()
         row = second.status()
         assert row["status"] == "running"
         assert row["elsewhere"]["step"] == "build[1]"
