@@ -169,15 +169,15 @@ def spread(ids: list[str], repo: Repo, remote: Remote | None) -> list[str]:
         return ids
     from harness.store.remote import runner_id
 
-    return rotation(ids, f"{runner_id(repo)} {os.getpid()}")
+    return own_order(ids, f"{runner_id(repo)} {os.getpid()}")
 
 
-def rotation(ids: list[str], runner: str) -> list[str]:
-    """`ids` rotated to start at a place chosen by a hash of `runner`."""
-    if len(ids) < 2:
-        return ids
-    start = int.from_bytes(hashlib.sha256(runner.encode()).digest()[:8], "big") % len(ids)
-    return ids[start:] + ids[:start]
+def own_order(ids: list[str], runner: str) -> list[str]:
+    """`ids` in an order of `runner`'s own: sorted by a hash of the runner and the goal.
+    Two runners that meet at a goal (one takes it, the other finds it taken) then go on to
+    different goals, where in one list rotated to each runner's start the second would
+    trail the first and meet it again at every goal."""
+    return sorted(ids, key=lambda goal: hashlib.sha256(f"{runner} {goal}".encode()).digest())
 
 
 def _report(
