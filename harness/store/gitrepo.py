@@ -53,6 +53,11 @@ NEW_INDEX = (
     "-c",
     "core.splitIndex=true",
 )
+# A whole tree written at once (a goal's worktree made, a detached checkout) is written by
+# git's parallel checkout, one worker per core (git 2.32+; an older git ignores the key),
+# for trees of 100 files or more (`checkout.thresholdForParallelism`): on 100,000 files and
+# 2 cores, 2.9-3.3 s instead of 4.2-4.4 s (performance.md, "Sixth pass").
+WHOLE_CHECKOUT = ("-c", "checkout.workers=0")
 SCAN_CONFIG = (
     "-c",
     "core.untrackedCache=true",
@@ -281,11 +286,22 @@ class Repo:
             run_git(["worktree", "prune"], self.root)
             if new:
                 run_git(
-                    [*NEW_INDEX, "worktree", "add", "-q", "-b", branch, str(path), start],
+                    [
+                        *NEW_INDEX,
+                        *WHOLE_CHECKOUT,
+                        "worktree",
+                        "add",
+                        "-q",
+                        "-b",
+                        branch,
+                        str(path),
+                        start,
+                    ],
                     self.root,
                 )
             else:
-                run_git([*NEW_INDEX, "worktree", "add", "-q", str(path), branch], self.root)
+                add = [*NEW_INDEX, *WHOLE_CHECKOUT, "worktree", "add", "-q", str(path), branch]
+                run_git(add, self.root)
         return Worktree(path)
 
     def repair_worktree(self, path: Path) -> None:
@@ -438,7 +454,8 @@ class Worktree:
     def add_checkout(self, commit: str, path: Path) -> None:
         """A fresh detached checkout of exactly `commit`, from the object store, at `path`."""
         with worktree_admin(self._common_dir()):
-            run_git(["worktree", "add", "-q", "--detach", str(path), commit], self.path)
+            add = [*WHOLE_CHECKOUT, "worktree", "add", "-q", "--detach", str(path), commit]
+            run_git(add, self.path)
 
     def remove_checkout(self, path: Path) -> None:
         with worktree_admin(self._common_dir()):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
 import subprocess
 from collections.abc import Callable
@@ -129,3 +131,24 @@ def test_list_worktrees_of_a_real_repository(tmp_path: Path) -> None:
         (gone, head, "refs/heads/harness/g3"),
     ]
     assert [wt.prunable is not None for wt in found] == [False, False, False, True]
+
+
+@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="parallel checkout needs two cores")
+def test_a_goal_worktree_is_written_by_gits_parallel_checkout(
+    managed: Callable[..., ManagedRepo], tmp_path: Path
+) -> None:
+    """A tree of 100 files or more is checked out by git's workers (`checkout.workers`,
+    performance.md), seen in a trace of the real `harness run` that makes the worktree."""
+    files = {f"src/f{n:03d}.txt": f"{n}\n" for n in range(150)}
+    repo = managed(mode="fix-on-1", files=files)
+    trace = tmp_path / "trace"
+    trace.mkdir()
+    repo.harness("run", "--max-steps", "1", env={**repo.env, "GIT_TRACE2_EVENT": str(trace)})
+    started = [
+        json.loads(line)["argv"]
+        for path in trace.iterdir()
+        for line in path.read_text().splitlines()
+        if '"event":"start"' in line
+    ]
+    assert any("checkout--worker" in argv for argv in started), started
+    assert (repo.worktree / "src" / "f149.txt").read_text() == "149\n"
