@@ -376,7 +376,8 @@ class GoalRunner(Crossing):
             raise
         if self.ctx.remote is not None:  # the fence (remote.md): was the step taken over?
             what = f"goal {self.goal.id}: {step}[{iteration}]"
-            self.ctx.remote.fence(self.wt, started, what, data["lease_until"])
+            branch = self.ctx.control.branch(self.goal.id)
+            self.ctx.remote.fence(branch, self.wt, started, what, data["lease_until"])
         self.check_worktree_kept(step, iteration)
         ran = Ran(step, iteration, cid, started, before, result, report, agent)
         touched = guard.changed()

@@ -208,13 +208,15 @@ class Remote:
             self.lost.add(branch)
             raise LeaseLost(f"{branch}: another runner advanced the goal first; leaving it to them")
 
-    def fence(self, worktree: Worktree, started: str, what: str, lease_until: str) -> None:
+    def fence(
+        self, branch: str, worktree: Worktree, started: str, what: str, lease_until: str
+    ) -> None:
         """Passed by a step's result before anything of it is written: when the remote's
         branch moved on from `started` (the step's pushed start), another runner took the
         step (this one was stopped past its lease, or the clocks disagree). The local branch
         and worktree then go to the remote's commit and LeaseLost is raised. A remote that
-        cannot be read now lets it pass: the push after the step is then the fence."""
-        branch = worktree.branch()
+        cannot be read now lets it pass: the push after the step is then the fence. `branch`
+        is the goal's (not whatever the step left checked out in the worktree)."""
         theirs = self.fetch_branch(branch)
         if theirs is None or theirs == started or self.repo.is_ancestor(theirs, started):
             return
@@ -242,7 +244,12 @@ class Remote:
         )
 
     def _reset(self, branch: str, worktree: Path, commit: str) -> None:
-        if (worktree / ".git").exists():
+        """`branch` (and the goal's worktree, when this clone has one) moved to `commit`. A
+        worktree that is on another branch is refused before anything moves: a reset there
+        would move that branch instead (a step or a leftover process can check one out)."""
+        from harness.store.worktree import checked_worktree
+
+        if checked_worktree(worktree, branch) is not None:
             run_git(["reset", "-q", "--hard", commit], worktree)
             run_git(["clean", "-q", "-fd"], worktree)
         else:

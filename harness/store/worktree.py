@@ -12,7 +12,12 @@ from harness.store.gitrepo import Repo, Worktree, run_git
 
 def open_worktree(repo: Repo, goal_id: str, branch: str) -> Worktree | None:
     """The goal's worktree if it exists, checked to be on `branch`."""
-    path = repo.worktree_path(goal_id)
+    return checked_worktree(repo.worktree_path(goal_id), branch)
+
+
+def checked_worktree(path: Path, branch: str) -> Worktree | None:
+    """The worktree at `path` if it exists, checked to be on `branch` (TrustFailure when it
+    is on another branch or a detached HEAD: nothing there is used or moved)."""
     if not (path / ".git").exists():
         return None
     wt = Worktree(path)

@@ -96,3 +96,21 @@ def test_a_forged_remote_cell_is_not_taken_as_resting(
     assert proc.returncode == 3, (proc.stdout, proc.stderr)
     assert "state.json" in proc.stderr
     assert first.count("build") == ["1"]
+
+
+def test_a_goal_worktree_on_another_branch_is_refused_before_anything_moves(
+    managed: ManagedFactory, tmp_path: Path
+) -> None:
+    """A step (or a process it left) checked out another branch in the goal's worktree: a
+    reset there to catch up would move that branch instead. The run refuses (exit 3) and
+    neither branch moves."""
+    first, second, bare = _team(managed, tmp_path)
+    second.harness("run", "--push", "origin", "--max-steps", "1", check=0)  # build[1] here
+    first.harness("run", "--push", "origin", check=0)  # the judge there: completed
+    git(second.worktree, "checkout", "-q", "-b", "elsewhere")
+    before = {ref: git(second.root, "rev-parse", ref) for ref in ("elsewhere", "harness/g1")}
+    proc = second.harness("run", "--push", "origin")
+    assert proc.returncode == 3, (proc.stdout, proc.stderr)
+    assert "the worktree is on 'elsewhere', not 'harness/g1'" in proc.stderr
+    assert {ref: git(second.root, "rev-parse", ref) for ref in before} == before
+    assert git(bare, "rev-parse", "harness/g1") != before["harness/g1"]

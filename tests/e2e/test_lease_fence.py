@@ -73,3 +73,33 @@ def _lease(root: Path) -> str:
     text = git(root, "show", "harness/g1:ledger/g1/events/000001.jsonl")
     starts = [json.loads(line) for line in text.splitlines() if '"step.started"' in line]
     return str(starts[0]["e"]["data"]["lease_until"])
+
+
+def test_a_woken_runner_fences_the_goal_branch_not_what_its_worktree_is_on(
+    managed: ManagedFactory, tmp_path: Path
+) -> None:
+    """The hanging step checked another branch out in the goal's worktree before its runner
+    was stopped. On waking, the fence asks the remote about the goal's branch (which moved:
+    another runner took the step) and refuses to reset a worktree on another branch: exit
+    3, and neither branch moves."""
+    seed = managed()
+    bare = tmp_path / "remote.git"
+    subprocess.run(["git", "clone", "-q", "--bare", str(seed.root), str(bare)], check=True)
+    first, second = clone(seed, bare, tmp_path / "first"), clone(seed, bare, tmp_path / "second")
+    runner, agent = first.start_hanging_run("--push", "origin")
+    os.kill(runner.pid, signal.SIGSTOP)
+    try:
+        first.release_build()
+        git(first.worktree, "checkout", "-q", "-b", "elsewhere")
+        before = {ref: git(first.root, "rev-parse", ref) for ref in ("elsewhere", "harness/g1")}
+        code = run(
+            second.root, [], None, "origin", second.env, io.StringIO(), io.StringIO(), FakeClock()
+        )
+        assert code == 0
+    finally:
+        os.kill(agent, signal.SIGKILL)
+        os.kill(runner.pid, signal.SIGCONT)
+    stdout, stderr = runner.communicate(timeout=60)
+    assert runner.returncode == 3, (stdout, stderr)
+    assert "the worktree is on 'elsewhere', not 'harness/g1'" in stderr, stderr
+    assert {ref: git(first.root, "rev-parse", ref) for ref in before} == before
