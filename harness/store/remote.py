@@ -57,6 +57,9 @@ class Remote:
     # The branches on which this run lost a race: once one is lost, other runners are at
     # work, and each goal's branch is fetched again right before it is synced (remote.md).
     lost: set[str] = field(default_factory=set, compare=False)
+    # The branches fetched again this run (`refresh`): once a goal, whether the run's
+    # catch-up or its sync asks first.
+    refreshed: set[str] = field(default_factory=set, compare=False)
 
     @classmethod
     def check(cls, repo: Repo, name: str) -> Remote:
@@ -107,9 +110,12 @@ class Remote:
     def refresh(self, branch: str) -> None:
         """After a lost race in this run, the goal's branch fetched again (checked, like the
         run's first fetch, to have moved only forward): the first fetch is as old as the
-        run, and racing on what it saw loses again. A fetch that fails leaves what was seen."""
-        if not self.lost or branch in self.rewound:
+        run, and racing on what it saw loses again. A fetch that fails leaves what was seen.
+        Once a goal a run: the catch-up that found nothing to answer and the sync after it
+        look at the same visit."""
+        if not self.lost or branch in self.rewound or branch in self.refreshed:
             return
+        self.refreshed.add(branch)
         before = self.repo.rev_parse(self.tracking(branch))
         spec = f"+refs/heads/{branch}:{self.tracking(branch)}"
         if run_git(["fetch", "-q", self.name, spec], self.repo.root, check=False).returncode:

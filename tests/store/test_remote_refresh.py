@@ -58,6 +58,21 @@ def test_after_a_lost_race_the_sync_takes_what_the_remote_holds_now(tmp_path: Pa
     assert _git(ours, "rev-parse", BRANCH) == newer
 
 
+def test_a_goal_is_fetched_again_once_a_run(tmp_path: Path) -> None:
+    """The catch-up (commands/run.py) refreshes a goal's branch before it looks; when it
+    finds nothing to answer, the sync of the same visit does not fetch it a second time."""
+    _, theirs, remote = _setup(tmp_path)
+    ours = remote.repo.root
+    remote.lost.add("harness/g2")
+    first = _commit(theirs, "two")
+    _git(theirs, "push", "-q", "origin", BRANCH)
+    remote.refresh(BRANCH)
+    _commit(theirs, "three")
+    _git(theirs, "push", "-q", "origin", BRANCH)
+    remote.sync(BRANCH, ours / "no-worktree")
+    assert _git(ours, "rev-parse", BRANCH) == first
+
+
 def test_the_second_fetch_refuses_a_branch_that_went_back(tmp_path: Path) -> None:
     bare, theirs, remote = _setup(tmp_path)
     ours = remote.repo.root
