@@ -14,22 +14,31 @@ from pathlib import Path
 from harness.commands.run import run
 from tests.e2e.test_remote import clone
 from tests.inprocess import FakeClock
-from tests.managed import ManagedFactory, git
+from tests.managed import ManagedFactory, ManagedRepo, git
+
+
+def _stopped_in_build(
+    managed: ManagedFactory, tmp_path: Path
+) -> tuple[ManagedRepo, Path, ManagedRepo, ManagedRepo, subprocess.Popen[str], int]:
+    """Two clones of one bare remote; the first runner has started build[1] (its
+    step.started, the lease, is pushed) and is stopped (SIGSTOP) as a suspended laptop or a
+    paused VM would be; its hanging build is released for later builds. Returns the seed,
+    the remote, both clones, the stopped run and its build's pid."""
+    seed = managed()
+    bare = tmp_path / "remote.git"
+    subprocess.run(["git", "clone", "-q", "--bare", str(seed.root), str(bare)], check=True)
+    first, second = clone(seed, bare, tmp_path / "first"), clone(seed, bare, tmp_path / "second")
+    runner, agent = first.start_hanging_run("--push", "origin")
+    os.kill(runner.pid, signal.SIGSTOP)
+    first.release_build()
+    return seed, bare, first, second, runner, agent
 
 
 def test_a_runner_woken_past_its_lease_discards_the_step_another_took(
     managed: ManagedFactory, tmp_path: Path
 ) -> None:
-    seed = managed()
-    bare = tmp_path / "remote.git"
-    subprocess.run(["git", "clone", "-q", "--bare", str(seed.root), str(bare)], check=True)
-    first, second = clone(seed, bare, tmp_path / "first"), clone(seed, bare, tmp_path / "second")
-    # The first runner starts build[1] (its step.started, the lease, is pushed), then is
-    # stopped (SIGSTOP) as a suspended laptop or a paused VM would be.
-    runner, agent = first.start_hanging_run("--push", "origin")
-    os.kill(runner.pid, signal.SIGSTOP)
+    seed, bare, first, second, runner, agent = _stopped_in_build(managed, tmp_path)
     try:
-        first.release_build()
         # The second runner's clock (2030) is past the first's lease: it takes the step
         # over, runs it again and finishes the goal, pushing every step.
         out, err = io.StringIO(), io.StringIO()
@@ -82,14 +91,8 @@ def test_a_woken_runner_fences_the_goal_branch_not_what_its_worktree_is_on(
     was stopped. On waking, the fence asks the remote about the goal's branch (which moved:
     another runner took the step) and refuses to reset a worktree on another branch: exit
     3, and neither branch moves."""
-    seed = managed()
-    bare = tmp_path / "remote.git"
-    subprocess.run(["git", "clone", "-q", "--bare", str(seed.root), str(bare)], check=True)
-    first, second = clone(seed, bare, tmp_path / "first"), clone(seed, bare, tmp_path / "second")
-    runner, agent = first.start_hanging_run("--push", "origin")
-    os.kill(runner.pid, signal.SIGSTOP)
+    _, _, first, second, runner, agent = _stopped_in_build(managed, tmp_path)
     try:
-        first.release_build()
         git(first.worktree, "checkout", "-q", "-b", "elsewhere")
         before = {ref: git(first.root, "rev-parse", ref) for ref in ("elsewhere", "harness/g1")}
         code = run(
