@@ -33,6 +33,7 @@ from harness.loop.progress import Progress, progress_text
 from harness.loop.prompt import build_prompt
 from harness.loop.recorder import call_id, fit_text
 from harness.loop.sandbox import Contained, Place, Sandbox, contain, resolve
+from harness.loop.shipcommit import unfaithful_refusal
 from harness.loop.spend import budget_limits, recurrence, remaining_env
 from harness.loop.steps import StepResult, cannot_start, child_env, run_step
 from harness.model.goal import BuildSpec, Goal, JudgeSpec, StepSpec
@@ -361,6 +362,8 @@ class GoalRunner(Crossing):
         self.note_ignored(step)  # a walk of the tree, beside the checkpoint's git work
         self.emit("step.started", step, iteration, data)
         started = self.checkpoint(f"{step} {iteration} started")
+        if self.ignored_before is not None:  # done before the build writes a byte
+            self.ignored_before.entries()
         # The tree that commit holds, staged by its checkpoint a moment ago.
         before = self.cell.tree if step in READ_ONLY_STEPS else None
         failpoints.hit(f"in_{step}")
@@ -454,11 +457,15 @@ class GoalRunner(Crossing):
 
         cwd = self.wt.path
         try:
+            refused = None
             if step == "ship":  # exactly the signed commit, never the worktree an agent touched
                 cwd = self.ship_checkout(scratch / "checkout")
                 env |= self.ship_env(git_text(["rev-parse", "HEAD"], cwd))
+                refused = unfaithful_refusal(cwd, self.ledger.records())
             meter = None
             try:
+                if refused is not None:
+                    raise LayerFailure(refused)
                 with self.contained(step, spec.run, env, scratch, cwd, spec.network) as box:
                     meter = self.meter(box.records_env) if step == "build" else None
                     result = run_step(

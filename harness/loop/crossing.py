@@ -12,6 +12,7 @@ from typing import Any
 
 from harness.loop.finish import Finisher
 from harness.loop.shipcommit import make_ship_commit, ship_source
+from harness.store.gitenv import step_git_env
 from harness.trust.approvals import Verdict
 from harness.trust.decisions import extended_limits
 
@@ -67,13 +68,14 @@ class Crossing(Finisher):
 
     def ship_env(self, signed: str) -> dict[str, str]:
         """The ship step's own variables: the goal's change as one commit on its base
-        (`shipcommit.py`), the base, and the signed commit the checkout holds."""
+        (`shipcommit.py`), the base, and the signed commit the checkout holds. Its git
+        obeys no hook, replace ref or home's configuration (`gitenv.step_git_env`)."""
         source = ship_source(self.ledger.records())
         if source is None:  # no done gate at ship in the record: nothing to make it from
-            return {"HARNESS_GATE_COMMIT": signed}
+            return {"HARNESS_GATE_COMMIT": signed} | step_git_env()
         made = make_ship_commit(self.wt.path, self.goal.id, self.goal.objective, source, signed)
         return {
             "HARNESS_SHIP_COMMIT": made,
             "HARNESS_SHIP_BASE": source.base,
             "HARNESS_GATE_COMMIT": signed,
-        }
+        } | step_git_env()

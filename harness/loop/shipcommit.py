@@ -99,3 +99,20 @@ def _tree_without_ledger(git_dir: Path, commit: str) -> str:
     kept = [e for e in listing.split(b"\0") if e and not e.endswith(b"\tledger")]
     made = run_git(["mktree", "-z"], git_dir, input=b"".join(e + b"\0" for e in kept))
     return made.stdout.decode().strip()
+
+
+def unfaithful_refusal(checkout: Path, records: Iterable[Record]) -> str | None:
+    """Why the ship step must not start in `checkout`: files whose checked-out bytes are not
+    the blobs the owner reviewed (`store/faithful.py`). None when every byte is as stored."""
+    from harness.store.faithful import unfaithful_files
+
+    source = ship_source(records)
+    differ = unfaithful_files(checkout, source.base if source else None)
+    if not differ:
+        return None
+    return (
+        "harness: the ship step did not start: the checkout of the signed commit differs from"
+        f" its committed bytes in {', '.join(differ[:20])} (a .gitattributes filter, encoding"
+        " or end-of-line rule turns what was reviewed into something else); remove the rule"
+        " or commit the files as they check out, then approve the change again"
+    )

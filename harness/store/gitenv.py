@@ -40,6 +40,31 @@ def git_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
         env.pop(name, None)
     env["GIT_TERMINAL_PROMPT"] = "0"
     env["LC_ALL"] = "C"
+    # `refs/replace/*` would make git show one object for another: a build with the sandbox
+    # off can write them, and the diff the owner reviews would not be the blob that ships.
+    env["GIT_NO_REPLACE_OBJECTS"] = "1"
+    return env
+
+
+# What the ship step's own git (and any git a read-only step runs) must never obey: hooks
+# and fsmonitor of the repository (a build with the sandbox off can write `.git/hooks`),
+# replace refs, the `ext::` transport, and any home's configuration (`GIT_CONFIG_GLOBAL`:
+# a build can write its home's `.gitconfig`). Given as command-line configuration through
+# the environment, which outranks every file (threat-model.md, "What the agent wrote").
+STEP_GIT_CONFIG = (
+    ("core.hooksPath", "/dev/null"),
+    ("core.fsmonitor", "false"),
+    ("protocol.ext.allow", "never"),
+    ("submodule.recurse", "false"),
+)
+
+
+def step_git_env() -> dict[str, str]:
+    env = {"GIT_CONFIG_GLOBAL": os.devnull, "GIT_NO_REPLACE_OBJECTS": "1"}
+    env["GIT_CONFIG_COUNT"] = str(len(STEP_GIT_CONFIG))
+    for index, (key, value) in enumerate(STEP_GIT_CONFIG):
+        env[f"GIT_CONFIG_KEY_{index}"] = key
+        env[f"GIT_CONFIG_VALUE_{index}"] = value
     return env
 
 

@@ -13,6 +13,7 @@ import contextlib
 import functools
 import os
 import re
+import shutil
 import signal
 import subprocess
 from collections.abc import Iterable, Mapping, Sequence
@@ -37,7 +38,20 @@ from harness.store.lock import worktree_admin
 _OBJECT_NAME = re.compile(r"[0-9a-f]{38}|[0-9a-f]{62}")
 # A branch HEAD as git writes it, for names of plain characters only (others ask git).
 _PLAIN_HEAD = re.compile(r"ref: (refs/heads/[A-Za-z0-9][A-Za-z0-9._/-]*)")
-_SAFE_BASE = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false")
+# What the agent wrote is data (threat-model.md): no hook, no fsmonitor, no `ext::`
+# transport, never a step into a nested repository (its config could name a filter).
+_SAFE_BASE = (
+    "-c",
+    "core.hooksPath=/dev/null",
+    "-c",
+    "core.fsmonitor=false",
+    "-c",
+    "protocol.ext.allow=never",
+    "-c",
+    "submodule.recurse=false",
+    "-c",
+    "status.submoduleSummary=false",
+)
 # git's settings for big trees (what `feature.manyFiles` sets in git 2.39, and a split
 # index), given on the command line for the harness's own calls only: a goal's worktree
 # gets a version 4 index (paths prefix-compressed, a smaller file to read and write), an
@@ -358,6 +372,15 @@ class Repo:
         return folder
 
 
+def _remove_entry(path: Path) -> None:
+    """A file, a link, or a folder (a nested repository a build made) with all inside it;
+    links are removed, never followed."""
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    else:
+        path.unlink(missing_ok=True)
+
+
 def status_paths(porcelain: bytes) -> list[str]:
     """The paths `git status --porcelain=v1 -z --no-renames` shows changed in the worktree
     against the index (its second column; a change already staged needs nothing). An
@@ -400,9 +423,12 @@ class Worktree:
         differs from the index; only those paths are then staged, so the cost grows with
         the tree's size by one stat pass and with what changed otherwise (performance.md,
         "Scale"). Ignore rules apply exactly as for `git add -A`; the ignored files a
-        build adds are checked apart (`textlike.ignored_entries`)."""
+        build adds are checked apart (`textlike.ignored_entries`). Submodules are never
+        looked into (`--ignore-submodules=all`): a status of a nested repository runs with
+        that repository's configuration, which the agent wrote (its filters would run here,
+        as the runner). A nested repository a build makes is tamper (`nested.py`)."""
         args = ["status", "--porcelain=v1", "-z", "--no-renames", "--untracked-files=normal"]
-        out = run_git([*SCAN_CONFIG, *args, "--ignore-submodules=none"], self.path).stdout
+        out = run_git([*SCAN_CONFIG, *args, "--ignore-submodules=all"], self.path).stdout
         self.stage_paths(status_paths(out))
 
     def stage_paths(self, paths: Sequence[str]) -> None:
@@ -603,7 +629,7 @@ class Worktree:
                 run_git(["checkout", base, "--", path], self.path)
             else:
                 run_git(["rm", "-q", "-f", "--cached", "--ignore-unmatch", "--", path], self.path)
-                (self.path / path).unlink(missing_ok=True)
+                _remove_entry(self.path / path)
                 self._drop_empty_parents(path)
 
     def _drop_empty_parents(self, rel: str) -> None:
