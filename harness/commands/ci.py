@@ -21,6 +21,7 @@ from harness.errors import InvalidInput
 from harness.loop.control import CONFIG_PATH
 from harness.loop.sandbox import bind_sources, homes_root
 from harness.model.config import Config, parse_config
+from harness.record.visible import block, line
 from harness.store.fsutil import atomic_write
 from harness.store.gitrepo import Repo, run_git
 from harness.trust.secret import ENV_SECRET_FILE, default_secret_file
@@ -92,10 +93,10 @@ def ci_cron(
     push = default_push(repo, push)
     secret_file = _secret_file(env)
     command = harness_command()
-    line = cron_line(repo, moment.cron, secret_file, command, path=run_path(env), push=push)
+    cron = cron_line(repo, moment.cron, secret_file, command, path=run_path(env), push=push)
     again = shlex.join([*command, "ci", "cron", *moment.option.split()])
     again += f" --push {shlex.quote(push)}" if push else ""
-    block = [
+    entry = [
         cron_begin(repo.root),
         f"# {moment.text}; install or update: cd {shlex.quote(str(repo.root))} && {again} --install",
         *(
@@ -103,15 +104,15 @@ def ci_cron(
             if not secret_file.is_file()
             else []
         ),
-        line,
+        cron,
         cron_end(repo.root),
     ]
     if not install:
-        out.write("\n".join(block) + "\n")
+        out.write(block("\n".join(entry) + "\n"))
         return 0
-    replaced = install_cron_block(repo.root, block)
+    replaced = install_cron_block(repo.root, entry)
     verb = "replaced the earlier entry" if replaced else "added the entry"
-    out.write(f"crontab: {verb} for {repo.root} ({moment.text})\n")
+    out.write(line(f"crontab: {verb} for {repo.root} ({moment.text})"))
     return 0
 
 
@@ -138,11 +139,11 @@ def ci_systemd(
     }
     if directory is None:
         for name, text in units.items():
-            out.write(f"# --- {name}\n{text}\n")
+            out.write(block(f"# --- {name}\n{text}\n"))
     else:
         _write_units(directory.expanduser(), units, force, out)
     out.write(
-        f"next: systemctl --user daemon-reload && systemctl --user enable --now {TIMER_NAME}\n"
+        line(f"next: systemctl --user daemon-reload && systemctl --user enable --now {TIMER_NAME}")
     )
     return 0
 
@@ -155,7 +156,7 @@ def _write_units(directory: Path, units: Mapping[str, str], force: bool, out: Te
         )
     for name, text in units.items():
         atomic_write(directory / name, text.encode())
-        out.write(f"wrote {directory / name}\n")
+        out.write(line(f"wrote {directory / name}"))
 
 
 # --- shared -----------------------------------------------------------------------------
@@ -276,13 +277,14 @@ def systemd_service(
 ) -> str:
     """The service; `command` is the whole ExecStart (`harness run [--push R]`). Writable:
     the repository (and its .git), the per-goal homes the sandbox gives each goal's steps
-    (made here: a ReadWritePaths entry must exist), and each of the config's
-    `sandbox_binds` (`-`: left out while missing, as the sandbox's --bind-try)."""
+    (made here: a ReadWritePaths entry must exist), and each of the config's `rw:`
+    `sandbox_binds` (`-`: left out while missing, as the sandbox's --bind-try); a
+    read-only bind stays read-only here too."""
     root = repo.root
     writable = [root] if repo.common_dir.is_relative_to(root) else [root, repo.common_dir]
     homes = homes_root(env)
     writable.append(homes)
-    binds = bind_sources(_config(root).sandbox_binds, env)
+    binds = bind_sources([b for b in _config(root).sandbox_binds if b.writable], env)
     path = run_path(env)
     for item in (*writable, *binds, secret_file, *map(Path, command), *map(Path, path)):
         _systemd_safe(item)

@@ -4,7 +4,8 @@ Owns the human-owned files as read from the control ref (`control`), moving one 
 (`advance`: verify, cross a gate a decision names, then the controller), the step
 machine itself (`controller`) and how a step's end is recorded (`finish`), a signed
 decision's use (`crossing`), the check that branch and worktree are the harness's own
-(`binding`), containing each step under bubblewrap (`sandbox`), appending and
+(`binding`), containing each step under bubblewrap (`sandbox`, the host sockets it hides in
+`sockets`), appending and
 committing a goal's events (`recorder`), what a run hands the loop (`context`, `clock`),
 the step's prompt (`prompt`), budget arithmetic (`spend`), what a step must not change
 (`guards`), the terminal's live line (`progress`), running a step's command (`steps`),

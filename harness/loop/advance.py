@@ -31,11 +31,16 @@ from harness.trust.decisions import find_decision
 def _containable_goal(repo: Repo, ctx: RunContext, goal_id: str) -> Goal:
     """The goal, once its steps can be contained as the config and the goal file say:
     `sandbox: required` and no working bwrap (exit 3), a bind that would show what a step
-    must not see (exit 2), a `network: false` step with no sandbox to cut it off (exit 3)
-    are refused before anything is written."""
+    must not see (exit 2), a hidden folder holding the repository (exit 3: the runner's
+    setup, not the owners' files, is wrong), a `network: false` step with no sandbox to cut
+    it off (exit 3) are refused before anything is written."""
     control = ctx.control
     sandbox = resolve(control.config.sandbox, ctx.base_env)
-    Place.of(repo, goal_id, ctx.base_env, control.config.sandbox_binds).bind_pairs()
+    place = Place.of(repo, goal_id, ctx.base_env, control.config.sandbox_binds)
+    place.bound()
+    hiding = place.hiding_the_repository() if sandbox.on else None
+    if hiding is not None:
+        raise hiding
     goal = control.goal(goal_id, control.principals())
     refusal = offline_refusal(sandbox, goal.offline_steps(), goal.source)
     if refusal is not None:

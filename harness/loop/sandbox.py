@@ -6,7 +6,9 @@ process in it ends when the step's command does) and /tmp; the main checkout and
 read-only; its goal's worktree writable for a build, and for every other step a throw-away
 copy of it; a per-goal home that persists across the goal's steps. Hidden (an empty folder
 or /dev/null over them): `.git/harness/`, every goal worktree but its own, the other goals'
-homes, the secret file, `~/.ssh`, `~/.gnupg` and the agent sockets' folder.
+homes, the secret file, `~/.ssh`, `~/.gnupg`, the agent sockets' folder and the host's
+sockets under /run (`sockets.py`). The config's `sandbox_binds` are read-only unless marked
+`rw:`.
 
 The mode comes from `.harness/config.yaml` (`sandbox:`), else the runner's
 `HARNESS_SANDBOX`, else `auto`: contained when bwrap works, said in the record when not.
@@ -15,6 +17,7 @@ The mode comes from `.harness/config.yaml` (`sandbox:`), else the runner's
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import hashlib
 import os
@@ -23,13 +26,15 @@ import shutil
 import stat
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.errors import InvalidInput, TrustFailure, invalid
 from harness.loop.layer import layer_of
-from harness.model.config import SANDBOX_MODES, SandboxMode
+from harness.loop.sockets import hide_bound, hide_run
+from harness.model.config import SANDBOX_MODES, Bind, SandboxMode
 from harness.record.events import Containment
 from harness.store.gitrepo import Repo
 from harness.trust.secret import ENV_SECRET_FILE, default_secret_file
@@ -44,6 +49,7 @@ MAX_KEPT_BYTES = 64 * 1024 * 1024  # a JUnit file copied out of a throw-away lay
 # The runner's own directories a child would otherwise read the tools' settings from.
 _XDG_DIRS = ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME")
 _PROBE_TIMEOUT_S = 15.0
+_PRIVATE = (".ssh", ".gnupg")  # in the runner's home: keys a step must never read
 
 
 @dataclass(frozen=True)
@@ -167,47 +173,73 @@ class Place:
     common_dir: Path  # the repository's .git
     worktrees: Path  # every goal's worktree is below this
     env: Mapping[str, str] = field(default_factory=dict)  # the runner's environment
-    binds: tuple[str, ...] = ()  # the config's sandbox_binds
+    binds: tuple[Bind, ...] = ()  # the config's sandbox_binds
 
     @classmethod
-    def of(cls, repo: Repo, goal_id: str, env: Mapping[str, str], binds: tuple[str, ...]) -> Place:
+    def of(cls, repo: Repo, goal_id: str, env: Mapping[str, str], binds: tuple[Bind, ...]) -> Place:
         worktree = repo.worktree_path(goal_id)
         return cls(goal_id, worktree, repo.root, repo.common_dir, worktree.parent, env, binds)
 
+    # A read-only step's fresh, empty home (None: the goal's own, which only a build gets).
+    own_home: Path | None = None
+
     def home(self) -> Path:
-        """The goal's own home: outside every worktree, kept across its steps."""
-        return self.homes() / self.goal_id
+        """The goal's own home: outside every worktree, kept across its builds. A read-only
+        step (plan, judge, review, ship, a lesson check) gets a fresh empty one instead, so
+        nothing a build wrote in its home (a `usercustomize.py`, a `.gitconfig` naming
+        hooks, an `.npmrc`) is obeyed by the steps that check or ship its work."""
+        return self.own_home if self.own_home is not None else self.homes() / self.goal_id
 
     def homes(self) -> Path:
         digest = hashlib.sha256(os.fsencode(self.common_dir.resolve())).hexdigest()[:16]
         return homes_root(self.env) / digest
 
     def hidden(self) -> list[Path]:
+        return [path for path, _ in self.hidden_named()]
+
+    def hidden_named(self) -> list[tuple[Path, str]]:
+        """What no step may see, each with what it is (for a refusal to say)."""
         homes = {_real_home(self.env), Path(pwd.getpwuid(os.getuid()).pw_dir)}
-        paths = [self.common_dir / "harness", self.worktrees, self.homes().parent]
-        paths += [home / name for home in sorted(homes) for name in (".ssh", ".gnupg")]
-        paths += [default_secret_file(self.env).parent]
+        named = [
+            (self.common_dir / "harness", ".git/harness"),
+            (self.worktrees, "the goals' worktrees"),
+            (self.homes().parent, "the goals' homes"),
+        ]
+        named += [(home / name, f"~/{name}") for home in sorted(homes) for name in _PRIVATE]
+        named.append((default_secret_file(self.env).parent, "the secret's folder"))
         if self.env.get(ENV_SECRET_FILE):
-            paths.append(Path(self.env[ENV_SECRET_FILE]).expanduser())
+            named.append((Path(self.env[ENV_SECRET_FILE]).expanduser(), ENV_SECRET_FILE))
         socket = self.env.get("SSH_AUTH_SOCK")
         if socket:
-            paths.append(Path(socket).parent)
-        paths.append(Path(f"/run/user/{os.getuid()}"))
-        return paths
+            named.append((Path(socket).parent, "the folder of SSH_AUTH_SOCK"))
+        named.append((Path(f"/run/user/{os.getuid()}"), "the user's runtime folder"))
+        return named
 
-    def bind_pairs(self) -> list[tuple[Path, Path]]:
-        """Each of the config's `sandbox_binds` as (on the runner, inside the step): a
-        `~/` path is the runner's, seen at the same place in the goal's home. A bind that
-        would show a hidden path or the repository is refused (exit 2) by name."""
-        pairs = []
-        for index, text in enumerate(self.binds):
-            if text.startswith("~/"):
-                source, target = _real_home(self.env) / text[2:], self.home() / text[2:]
-            else:
-                source = target = Path(text)
-            self._check_bind(f"sandbox_binds[{index}]", text, source)
-            pairs.append((source, target))
-        return pairs
+    def hiding_the_repository(self) -> TrustFailure | None:
+        """A hidden folder that holds the checkout or its .git would hide them from every
+        step, and git would fail in each: the runner's setup, refused before the run."""
+        for path, what in self.hidden_named():
+            folder = path.resolve()
+            for kept in dict.fromkeys([self.repo_root.resolve(), self.common_dir.resolve()]):
+                if folder.is_dir() and kept.is_relative_to(folder):
+                    return TrustFailure(
+                        f"{kept} lies inside {folder} ({what}), which every contained step has "
+                        f"hidden, so no step could see the repository; {_move(what, folder)}"
+                    )
+        return None
+
+    def bound(self) -> list[Shown]:
+        """Each of the config's `sandbox_binds` as the step sees it: a `~/` path is the
+        runner's, seen at the same place in the goal's home. A bind that would show a hidden
+        path or the repository is refused (exit 2) by name."""
+        shown = []
+        for index, bind in enumerate(self.binds):
+            source, target = _source(bind, self.env), Path(bind.path)
+            if bind.path.startswith("~/"):
+                target = self.home() / bind.path[2:]
+            self._check_bind(f"sandbox_binds[{index}]", str(bind), source)
+            shown.append(Shown(source, target, bind.writable))
+        return shown
 
     def _check_bind(self, key: str, text: str, source: Path) -> None:
         shown = source.resolve()
@@ -228,9 +260,33 @@ def homes_root(env: Mapping[str, str]) -> Path:
     return Path(state) / "goal-harness" / "homes"
 
 
-def bind_sources(binds: Sequence[str], env: Mapping[str, str]) -> list[Path]:
+@dataclass(frozen=True)
+class Shown:
+    """A `sandbox_binds` entry as mounted: the runner's path, where the step sees it, and
+    whether the step may write it (`rw:`)."""
+
+    source: Path
+    target: Path
+    writable: bool
+
+
+def _move(what: str, folder: Path) -> str:
+    if what == "the folder of SSH_AUTH_SOCK":
+        return (
+            "start the agent with a socket in a folder of its own "
+            "(ssh-agent -a ~/.ssh/agent.sock), or move the repository out of it"
+        )
+    return f"move the repository out of {folder}"
+
+
+def bind_sources(binds: Sequence[Bind], env: Mapping[str, str]) -> list[Path]:
     """Each `sandbox_binds` entry as the runner's path (a `~/` path in the runner's home)."""
-    return [_real_home(env) / text[2:] if text.startswith("~/") else Path(text) for text in binds]
+    return [_source(bind, env) for bind in binds]
+
+
+def _source(bind: Bind, env: Mapping[str, str]) -> Path:
+    path = bind.path
+    return _real_home(env) / path[2:] if path.startswith("~/") else Path(path)
 
 
 def _real_home(env: Mapping[str, str]) -> Path:
@@ -270,6 +326,7 @@ def bwrap_argv(
     worktree = os.fspath(place.worktree.resolve())
     home = place.home()
     args = [bwrap, *_base_args(), *([] if network else ["--unshare-net"])]
+    args += hide_run(network, place.hidden())  # the host's sockets (sockets.py)
     # The repository, or the Python the harness runs from (a venv a step's `python` may be),
     # may be under /tmp, which the tmpfs hides: show them again, read-only.
     for shown in dict.fromkeys([place.repo_root.resolve(), place.common_dir.resolve()]):
@@ -279,12 +336,25 @@ def bwrap_argv(
     for path in place.hidden():
         args += _hide(path)
     args += ["--bind", os.fspath(home), os.fspath(home)]
-    for source, target in place.bind_pairs():  # missing on this machine: left out
-        args += ["--bind-try", os.fspath(source), os.fspath(target)]
+    binds = place.bound()
+    for bind in binds:  # missing on this machine: left out
+        mount = "--bind-try" if bind.writable else "--ro-bind-try"
+        args += [mount, os.fspath(bind.source), os.fspath(bind.target)]
+    if not network:
+        args += hide_bound((bind.source, bind.target) for bind in binds)
     if scratch is not None:
         args += ["--bind", os.fspath(scratch), os.fspath(scratch)]
     args += ["--bind", os.fspath(work), worktree, "--chdir", worktree]
     return [*args, "--", *argv]
+
+
+def bare_env(env: Mapping[str, str], home: Path | None) -> dict[str, str]:
+    """An uncontained step's environment: a read-only step's HOME is its fresh one (so it
+    obeys nothing a build wrote in the runner's home); a build keeps the runner's."""
+    if home is None:
+        return dict(env)
+    inner = {name: value for name, value in env.items() if name not in _XDG_DIRS}
+    return inner | {"HOME": os.fspath(home)}
 
 
 def contained_env(env: Mapping[str, str], place: Place) -> dict[str, str]:
@@ -316,11 +386,13 @@ class Contained:
 
 
 def _host_env(place: Place, env: Mapping[str, str]) -> dict[str, str]:
+    # Only a writable bind: through a read-only one the agent wrote no records there.
     found = {}
-    for text, (source, _) in zip(place.binds, place.bind_pairs(), strict=True):
-        variable = _RECORD_DIRS.get(text.removeprefix("~/"))
-        if variable is not None and text.startswith("~/") and variable not in env:
-            found[variable] = os.fspath(source)
+    for bind, shown in zip(place.binds, place.bound(), strict=True):
+        variable = _RECORD_DIRS.get(bind.path.removeprefix("~/"))
+        home_bind = bind.path.startswith("~/") and bind.writable
+        if variable is not None and home_bind and variable not in env:
+            found[variable] = os.fspath(shown.source)
     return found
 
 
@@ -340,15 +412,17 @@ def contain(
     a copy of the worktree (`layer.py`), deleted afterwards; the files named in `keep` (a
     JUnit report) are copied back into the worktree first, so the harness reads them where
     it always has."""
-    if not sandbox.on:
-        if not network:  # refused before the run by offline_refusal; never run it bare
-            raise TrustFailure(f"a step without network cannot run: {sandbox.describe()}")
-        yield Contained(list(argv), dict(env))
-        return
-    assert sandbox.bwrap is not None
-    home = place.home()
-    home.mkdir(parents=True, exist_ok=True, mode=0o700)
     with contextlib.ExitStack() as stack:
+        if not writable:  # a fresh empty home (Place.home), contained or not
+            fresh = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="harness-home-")))
+            place = dataclasses.replace(place, own_home=fresh)
+        if not sandbox.on:
+            if not network:  # refused before the run by offline_refusal; never run it bare
+                raise TrustFailure(f"a step without network cannot run: {sandbox.describe()}")
+            yield Contained(list(argv), bare_env(env, place.own_home))
+            return
+        assert sandbox.bwrap is not None
+        place.home().mkdir(parents=True, exist_ok=True, mode=0o700)
         layer = None if writable else stack.enter_context(layer_of(place.worktree)).work
         work = place.worktree if layer is None else layer
         full = bwrap_argv(sandbox.bwrap, place, argv, work=work, scratch=scratch, network=network)

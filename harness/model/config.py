@@ -33,10 +33,13 @@ DESTRUCTIVE_CLASSES = (
     "production_deploy",
     "branch_protection",
     "external_accounts",
+    "git_behaviour",
+    "dependencies",
 )
 
 SandboxMode = Literal["auto", "required", "off"]
 SANDBOX_MODES: tuple[SandboxMode, ...] = get_args(SandboxMode)
+RW_PREFIX = "rw:"  # a sandbox_binds entry a contained step may write
 
 _ENV_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # What git check-ref-format refuses anywhere in a name: controls, space, ~ ^ : ? * [ \.
@@ -62,8 +65,22 @@ class Config:
     destructive: tuple[DestructiveRule, ...]
     prices: Prices | None = None
     sandbox: SandboxMode | None = None  # None: not named; the runner's default applies
-    sandbox_binds: tuple[str, ...] = ()  # ~/… (the runner's home) or absolute, writable
+    sandbox_binds: tuple[Bind, ...] = ()  # the runner's paths a contained step sees
     notify: Notify | None = None  # who is told of a goal's transitions (loop/notify.py)
+
+
+@dataclass(frozen=True)
+class Bind:
+    """One `sandbox_binds` entry: a path of the runner's a contained step sees, read-only
+    unless the entry says `rw:` (a writable `~/.claude` would let a build write a hook into
+    the runner's own settings)."""
+
+    path: str  # ~/… (the runner's home) or absolute
+    writable: bool = False
+
+    def __str__(self) -> str:
+        """The entry as the config spells it."""
+        return f"{RW_PREFIX}{self.path}" if self.writable else self.path
 
 
 @dataclass(frozen=True)
@@ -141,7 +158,7 @@ def _config_from(raw: Mapping[str, Any], source: str) -> Config:
         control_ref=None if control_ref is None else _checked_ref(control_ref, source),
         branch_prefix=_checked_prefix(raw.get("branch_prefix", "harness/"), source),
         defaults=_defaults_from(raw.get("defaults", {}), source),
-        scrub_env=_scrub_env(raw.get("scrub_env", []), source),
+        scrub_env=_env_names(raw.get("scrub_env", []), source, "scrub_env"),
         destructive=tuple(
             _rule(rule, source, f"destructive[{index}]")
             for index, rule in enumerate(raw.get("destructive", []))
@@ -181,12 +198,14 @@ def _notify(raw: Mapping[str, Any], source: str) -> Notify:
     return Notify(webhook, argv, timeout)
 
 
-def _bind(path: str, source: str, key: str) -> str:
+def _bind(entry: str, source: str, key: str) -> Bind:
+    path = entry.removeprefix(RW_PREFIX)
     parts = path.split("/")
     if not path.startswith(("~/", "/")) or ".." in parts or "\x00" in path or path in ("~/", "/"):
-        problem = f"{show_value(path)} is not a path to bind"
-        raise invalid(source, key, problem, "~/<folder> or an absolute path, without ..")
-    return path
+        problem = f"{show_value(entry)} is not a path to bind"
+        expected = "~/<path> or an absolute path without .., read-only, or writable as rw:<path>"
+        raise invalid(source, key, problem, expected)
+    return Bind(path, writable=entry.startswith(RW_PREFIX))
 
 
 def _sandbox_mode(value: object, source: str) -> SandboxMode | None:
@@ -237,12 +256,12 @@ def _checked_prefix(prefix: str, source: str) -> str:
     return prefix
 
 
-def _scrub_env(names: list[str], source: str) -> tuple[str, ...]:
+def _env_names(names: list[str], source: str, key: str) -> tuple[str, ...]:
     for index, name in enumerate(names):
         if not _ENV_NAME_RE.fullmatch(name):
             problem = f"{show_value(name)} is not an environment variable name"
             expected = "letters, digits and '_', not starting with a digit"
-            raise invalid(source, f"scrub_env[{index}]", problem, expected)
+            raise invalid(source, f"{key}[{index}]", problem, expected)
     return tuple(names)
 
 
@@ -254,7 +273,9 @@ def _rule(raw: Mapping[str, Any], source: str, key: str) -> DestructiveRule:
         problem = (
             f"'warn' with neither paths nor lines would make the built-in class {raw['class']} warn"
         )
-        expected = "block: the eight built-in classes always block; warn only on a rule's own paths or lines"
+        expected = (
+            "block: the ten built-in classes always block; warn only on a rule's own paths or lines"
+        )
         raise invalid(source, f"{key}.enforce", problem, expected)
     if not paths and not lines:
         problem = "rule has neither paths nor lines"

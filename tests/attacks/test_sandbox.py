@@ -27,14 +27,18 @@ from typing import Any
 
 import pytest
 
-from harness.loop.sandbox import probe
 from tests.managed import SECRET, Key, ManagedRepo, base_goal, git
+from tests.tools import bwrap_problem, need_tool
 
 BWRAP = shutil.which("bwrap")
-pytestmark = pytest.mark.skipif(
-    BWRAP is None or probe(BWRAP) is not None,
-    reason=f"bubblewrap does not work here: {BWRAP and probe(BWRAP)}",
-)
+
+
+@pytest.fixture(autouse=True)
+def _bwrap_works() -> None:
+    problem = bwrap_problem()
+    if problem is not None:
+        need_tool(problem)
+
 
 PROBE = r"""
 import json, os, subprocess, sys
@@ -75,11 +79,12 @@ Path("probe.json").write_text(json.dumps(seen, sort_keys=True))
 print("probe done")
 """
 
-# Passes only when the build's file in the goal's home is still there: the home persists.
+# Passes only when the judge's home is a fresh one: nothing the build wrote in its home
+# reaches the step that checks its work (threat-model.md, "What the agent wrote is data").
 JUDGE = r"""
 import os, sys
 from pathlib import Path
-sys.exit(0 if Path(os.environ["HOME"], "session.txt").read_text() == "kept\n" else 1)
+sys.exit(1 if Path(os.environ["HOME"], "session.txt").exists() else 0)
 """
 
 
@@ -181,8 +186,11 @@ def contained(tmp_path: Path, owner_key: Key) -> Iterator[Probed]:
 def test_the_contained_probe_run_completes(contained: Probed) -> None:
     assert contained.run.returncode == 0, contained.run.stderr
     assert contained.repo.status()["status"] == "completed"
-    # The judge found the build's file in the goal's own home: it persists across steps.
     assert contained.seen()["processes"]  # the probe itself ran
+    # The judge did not see the build's file; the goal's own home keeps it for the next build.
+    state = Path(contained.repo.env["XDG_STATE_HOME"]) / "goal-harness" / "homes"
+    kept = list(state.glob("*/g1/session.txt"))
+    assert [path.read_text() for path in kept] == ["kept\n"]
 
 
 def test_build_cannot_write_the_main_checkout(contained: Probed) -> None:

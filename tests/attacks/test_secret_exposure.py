@@ -31,6 +31,7 @@ import pytest
 
 from harness.commands.ci import SERVICE_NAME, ci_cron, ci_systemd
 from tests.managed import ManagedFactory, ManagedRepo, git
+from tests.tools import need_tool
 
 # Everything the build can read of every process, and the chain of processes above it.
 SCAN = r"""
@@ -225,6 +226,8 @@ def _nobody_runs_python() -> bool:
 def test_the_start_up_block_is_blanked_and_hidden(user: str) -> None:
     """After take_from_environment, /proc/<pid>/environ holds no secret even for root, and
     the same user cannot open it; a process that did not take it shows it to both."""
+    if user == "nobody" and ROOT and shutil.which("setpriv") is None:
+        need_tool("needs setpriv (apt-get install util-linux)")
     if user == "nobody" and not _nobody_runs_python():
         pytest.skip("needs root, setpriv and a python that nobody can run the harness with")
     as_user = AS_NOBODY if user == "nobody" else []

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import configparser
 import io
+import json
 import os
 import re
 import shlex
@@ -26,6 +27,7 @@ from harness.commands.ci_github import WORKFLOW_PATH, ci_github
 from harness.errors import InvalidInput
 from harness.model.yamlutil import load_yaml
 from tests.managed import SECRET, ManagedFactory, ManagedRepo, base_goal, git
+from tests.tools import need_tool
 
 WORKFLOW_SCHEMA = (
     Path(check_jsonschema.__file__).parent / "builtin_schemas" / "vendor" / "github-workflows.json"
@@ -695,8 +697,10 @@ def _homes(tmp_path: Path) -> Path:
 
 
 def test_systemd_service_can_write_the_sandbox_binds(repo: Path, tmp_path: Path) -> None:
+    """Only the `rw:` binds: a read-only bind (`~/.aider`) stays read-only in the unit too."""
     (repo / ".harness").mkdir()
-    (repo / ".harness" / "config.yaml").write_text("sandbox_binds: [~/.codex, /var/cache/pip]\n")
+    binds = "[rw:~/.codex, rw:/var/cache/pip, ~/.aider]"
+    (repo / ".harness" / "config.yaml").write_text(f"sandbox_binds: {binds}\n")
     env = _state(tmp_path) | {"HOME": str(tmp_path / "home")}
     out = io.StringIO()
     ci_systemd(repo, out, None, 30, env)
@@ -722,6 +726,8 @@ def _systemd_analyze_works(folder: Path) -> bool:
 
 
 def test_systemd_accepts_the_units(repo: Path, tmp_path: Path) -> None:
+    if shutil.which("systemd-analyze") is None:
+        need_tool("needs systemd-analyze (apt-get install systemd)")
     if not _systemd_analyze_works(tmp_path / "probe"):
         pytest.skip("systemd-analyze verify does not work here")
     folder = tmp_path / "units"
@@ -893,6 +899,35 @@ def test_matrix_summary_fails_and_annotates_when_a_goal_needs_a_human(
     assert "::warning title=goal g1::parked_at_eyes at gate ship" in proc.stdout
     assert "::error::a goal is parked at eyes: a decision is due" in proc.stdout
     assert "g1 parked_at_eyes" in (tmp_path / "summary.md").read_text()
+
+
+def test_matrix_annotations_escape_what_they_quote(repo: Path, tmp_path: Path) -> None:
+    # A status row whose fields carry a newline and a workflow command: the annotation
+    # stays one command, its message and title escaped as GitHub decodes them.
+    wf = _matrix(repo)
+    step = next(s for s in wf["jobs"]["summary"]["steps"] if s.get("name") == "Summary")
+    rows = [{"id": "g1,x:y", "status": "needs_attention", "gate": "t\n::error::forged 100%"}]
+    fake = tmp_path / "fakebin"
+    fake.mkdir()
+    (fake / "harness").write_text(
+        '#!/bin/sh\n[ "$2" = --json ] && cat "$ROWS"\n[ "$2" = --check ] && exit 11\nexit 0\n'
+    )
+    (fake / "harness").chmod(0o755)
+    (tmp_path / "rows.json").write_text(json.dumps(rows))
+    env = {
+        "PATH": f"{fake}:{BIN}:/usr/bin:/bin",
+        "ROWS": str(tmp_path / "rows.json"),
+        "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md"),
+    }
+    proc = subprocess.run(
+        ["bash", "-c", step["run"]], cwd=repo, env=env, capture_output=True, text=True
+    )
+    assert proc.returncode == 1, proc
+    assert (
+        "::warning title=goal g1%2Cx%3Ay::needs_attention at gate t%0A::error::forged 100%25\n"
+        in proc.stdout
+    )
+    assert not any(line.startswith("::error::forged") for line in proc.stdout.splitlines())
 
 
 def test_the_push_token_never_reaches_a_step() -> None:

@@ -2,7 +2,7 @@
 
 Chromium parses the page as a browser would: the DOM it dumps must still hold the timeline,
 the chart, the gate and the approval, and its screenshot (test-artifacts/report.png) is the
-page as a reader sees it. In CI a missing browser is a failure, never a skip.
+page as a reader sees it. In CI a missing browser is a failure, never a skip (tests/tools.py).
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from tests.record.test_report_chart import (
     assert_ticks_apart,
     lowered_limit,
 )
+from tests.tools import need_tool
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 FLAGS = [
@@ -51,9 +52,7 @@ def chromium() -> str:
     )
     if found is not None:
         return found
-    if os.environ.get("CI") is None:
-        pytest.skip("no chromium binary (apt-get install chromium); CI must have one")
-    pytest.fail("CI is set but no chromium binary was found: the browser test cannot be skipped")
+    need_tool("no chromium binary (apt-get install chromium)")
 
 
 @pytest.fixture

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-import pytest
+from tests.tools import needs_command
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -22,7 +21,7 @@ def walkthrough() -> str:
     return match.group(1)
 
 
-@pytest.mark.skipif(shutil.which("ssh-keygen") is None, reason="needs ssh-keygen")
+@needs_command("ssh-keygen", "openssh-client")
 def test_readme_walkthrough_runs(tmp_path: Path) -> None:
     bindir = Path(sys.executable).parent
     env = {k: v for k, v in os.environ.items() if not k.startswith("HARNESS_")}

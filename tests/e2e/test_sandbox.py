@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from harness.loop.sandbox import FIX, probe
+from harness.loop.sandbox import FIX
 from tests.managed import Key as OwnerKey
 from tests.managed import ManagedRepo, base_goal, git
+from tests.tools import bwrap_problem, missing_command, need_tool, needs_bwrap, needs_command
 
 BWRAP = shutil.which("bwrap")
-WORKS = BWRAP is not None and probe(BWRAP) is None
-needs_bwrap = pytest.mark.skipif(not WORKS, reason="bubblewrap does not work here")
+WORKS = bwrap_problem() is None  # for parametrised modes (tests/attacks)
 
 TEST_VALUE = """
 from pathlib import Path
@@ -132,7 +132,7 @@ def test_a_junit_file_the_judge_writes_is_read(tmp_path: Path, owner_key: OwnerK
 
 
 @needs_bwrap
-@pytest.mark.skipif(shutil.which("unshare") is None, reason="needs unshare")
+@needs_command("unshare", "util-linux")
 def test_a_judge_without_room_for_its_copy_fails_and_says_why(
     tmp_path: Path, owner_key: OwnerKey
 ) -> None:
@@ -268,8 +268,12 @@ AS_NOBODY = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-group
 
 def _nobody_can_sandbox() -> str | None:
     """Why a goal cannot be run as `nobody` here, or None."""
-    if os.geteuid() != 0 or shutil.which("setpriv") is None or BWRAP is None:
-        return "needs root (to become nobody), setpriv and bwrap"
+    if os.geteuid() != 0:
+        return "needs root (to become nobody)"
+    missing = bwrap_problem() or missing_command("setpriv", "util-linux")
+    if missing is not None:
+        need_tool(missing)  # a missing tool: failed under CI; the rest is this machine's
+    assert BWRAP is not None
     done = subprocess.run(
         [*AS_NOBODY, BWRAP, "--ro-bind", "/", "/", "--unshare-pid", "--", "true"],
         capture_output=True,
@@ -286,8 +290,10 @@ def _nobody_can_sandbox() -> str | None:
     return None
 
 
-@pytest.mark.skipif(_nobody_can_sandbox() is not None, reason=str(_nobody_can_sandbox()))
 def test_a_goal_runs_contained_as_an_unprivileged_user(owner_key: OwnerKey) -> None:
+    problem = _nobody_can_sandbox()
+    if problem is not None:
+        pytest.skip(problem)
     # Not under tmp_path: pytest's folders are root's own (0700); nobody could not enter.
     base = Path(tempfile.mkdtemp(prefix="harness-nobody-"))
     try:
@@ -349,3 +355,53 @@ def test_a_bind_showing_a_hidden_path_refuses_before_anything_is_written(
         "repository, ~/.ssh, ~/.gnupg and the secret's folder)\n"
     )
     assert _snapshot(repo) == before
+
+
+@pytest.mark.parametrize("entry", ["rw:", "rw:relative", "rw: ~/.claude", "rw:~/"])
+def test_a_bad_rw_bind_is_refused_naming_the_entry(
+    tmp_path: Path, owner_key: OwnerKey, entry: str
+) -> None:
+    repo = _repo(tmp_path, owner_key, "auto")
+    config = repo.root / ".harness" / "config.yaml"
+    config.write_text(f"sandbox_binds: [~/.aider, {json.dumps(entry)}]\n")
+    git(repo.root, "commit", "-qam", "a bad bind")
+    before = _snapshot(repo)
+    proc = repo.harness("run")
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr == (
+        f"harness: .harness/config.yaml: sandbox_binds[1]: {entry!r} is not a path "
+        "to bind (expected ~/<path> or an absolute path without .., read-only, or writable as "
+        "rw:<path>)\n"
+    )
+    assert _snapshot(repo) == before
+
+
+@needs_bwrap
+@needs_command("ssh-agent", "openssh-client")
+@pytest.mark.parametrize("sandbox", ["required", "auto"])
+def test_a_repository_inside_the_agent_sockets_folder_is_refused_at_the_start(
+    tmp_path: Path, owner_key: OwnerKey, sandbox: str
+) -> None:
+    """The folder of SSH_AUTH_SOCK is hidden from every step; a repository inside it would
+    be too, and git would fail in every step. The runner's setup is wrong, not the owners'
+    files: exit 3 with what to do, before anything is written."""
+    folder = tmp_path / "agent"
+    folder.mkdir(mode=0o700)
+    socket = folder / "agent.sock"
+    agent = subprocess.Popen(["ssh-agent", "-D", "-a", str(socket)], stdout=subprocess.DEVNULL)
+    try:
+        repo = _repo(folder, owner_key, sandbox)
+        before = _snapshot(repo)
+        proc = repo.harness("run", env=repo.env | {"SSH_AUTH_SOCK": str(socket)})
+    finally:
+        agent.kill()
+        agent.wait()
+    assert proc.returncode == 3, proc.stderr
+    assert proc.stderr == (
+        f"harness: g1: refused: {folder}/repo lies inside {folder} (the folder of "
+        "SSH_AUTH_SOCK), which every contained step has hidden, so no step could see the "
+        "repository; start the agent with a socket in a folder of its own (ssh-agent -a "
+        "~/.ssh/agent.sock), or move the repository out of it\n"
+    )
+    assert _snapshot(repo) == before
+    assert repo.count("build") == []

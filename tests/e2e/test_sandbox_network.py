@@ -12,10 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.test_sandbox import _events, _snapshot, needs_bwrap
+from tests.e2e.test_sandbox import _events, _snapshot
 from tests.eventdata import ledger_problems
 from tests.managed import Key as OwnerKey
 from tests.managed import ManagedRepo, base_goal
+from tests.tools import needs_bwrap
 
 # The build asks the server what to write; unreachable, it writes "offline" (and still
 # exits 0, as an agent that cannot reach its API might).
@@ -59,7 +60,7 @@ def _repo(
         goal["build"]["network"] = network
     goal["budget"]["max_iterations"] = 1
     # The judge counts its runs in a folder outside the repository: bound writable.
-    config = f"sandbox: {sandbox}\nsandbox_binds: [{tmp_path / 'counters'}]\n"
+    config = f"sandbox: {sandbox}\nsandbox_binds: ['rw:{tmp_path / 'counters'}']\n"
     files = {"fetch.py": FETCH, ".harness/config.yaml": config}
     return ManagedRepo.create(tmp_path / "repo", key, goal=goal, files=files)
 

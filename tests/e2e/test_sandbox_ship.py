@@ -2,7 +2,7 @@
 
 Inside the sandbox `.git` is read-only and so is everything outside the step's copy of the
 signed commit: a push only reads the repository's objects, but the remote it writes must
-be shown writable, a `sandbox_binds` entry (docs/specs/sandbox.md, "Ship")."""
+be shown writable, a `sandbox_binds` entry marked `rw:` (docs/specs/sandbox.md, "Ship")."""
 
 from __future__ import annotations
 
@@ -12,15 +12,19 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.test_sandbox import _events, needs_bwrap
+from tests.e2e.test_sandbox import _events
 from tests.managed import Key as OwnerKey
 from tests.managed import ManagedRepo, base_goal, git
+from tests.tools import needs_bwrap
 
 
-def _parked(tmp_path: Path, key: OwnerKey, push: list[str], bind_remote: bool) -> ManagedRepo:
+def _parked(tmp_path: Path, key: OwnerKey, push: list[str], bind_remote: str | None) -> ManagedRepo:
+    """The goal parked at its ship gate; `bind_remote` is the remote's bind: "rw:",
+    "" (read-only) or None (not bound)."""
     bare = tmp_path / "remote.git"
     subprocess.run(["git", "init", "-q", "--bare", str(bare)], check=True)
-    binds = [str(tmp_path / "counters"), *([str(bare)] if bind_remote else [])]
+    remote = [] if bind_remote is None else [f"{bind_remote}{bare}"]
+    binds = [f"rw:{tmp_path / 'counters'}", *remote]
     config = f"sandbox: required\nsandbox_binds: {json.dumps(binds)}\n"
     goal = base_goal() | {"ship": {"run": push, "timeout": "60s"}}
     repo = ManagedRepo.create(
@@ -43,7 +47,7 @@ def test_a_contained_ship_step_pushes_the_gate_commit(
 ) -> None:
     target = str(tmp_path / "remote.git") if remote == "path" else "origin"
     push = ["git", "push", target, "HEAD:refs/heads/feature/g1"]
-    repo = _parked(tmp_path, owner_key, push, bind_remote=True)
+    repo = _parked(tmp_path, owner_key, push, bind_remote="rw:")
     gate = _gate_commit(repo)
     proc = repo.harness("ship", "g1", "--key", str(repo.key.private), check=0)
     assert repo.status()["status"] == "completed", proc.stdout
@@ -53,12 +57,21 @@ def test_a_contained_ship_step_pushes_the_gate_commit(
 
 
 @needs_bwrap
-def test_a_remote_not_bound_is_not_written(tmp_path: Path, owner_key: OwnerKey) -> None:
+@pytest.mark.parametrize("bind_remote", [None, ""], ids=["not-bound", "read-only"])
+def test_a_remote_not_bound_writable_is_not_written(
+    tmp_path: Path, owner_key: OwnerKey, bind_remote: str | None
+) -> None:
     push = ["git", "push", str(tmp_path / "remote.git"), "HEAD:refs/heads/feature/g1"]
-    repo = _parked(tmp_path, owner_key, push, bind_remote=False)
+    repo = _parked(tmp_path, owner_key, push, bind_remote=bind_remote)
     repo.harness("ship", "g1", "--key", str(repo.key.private), check=5)
-    # the step failed (the remote was not there): it waits for a fix and a new decision
+    # the step failed: it waits for a fix and a new decision
     assert (repo.status()["status"], repo.status()["gate"]) == ("needs_attention", "ship_failed")
     [ship] = [e for e in _events(repo) if e["type"] == "step.finished" and e["step"] == "ship"]
-    assert ship["data"]["exit_code"] == 128  # type: ignore[index]
+    data = ship["data"]
+    assert isinstance(data, dict)
+    if bind_remote is None:  # hidden by the step's own /tmp: not a repository there
+        assert data["exit_code"] == 128
+    else:  # shown read-only: git cannot write its objects
+        assert data["exit_code"] == 1
+        assert "unable to create temporary object directory" in data["output_tail"]
     assert git(tmp_path / "remote.git", "for-each-ref") == ""

@@ -21,9 +21,10 @@ from pathlib import Path
 
 import harness
 from harness.commands.ci import SERVICE_NAME, ci_systemd
-from tests.e2e.test_sandbox import _events, needs_bwrap
+from tests.e2e.test_sandbox import _events
 from tests.managed import Key as OwnerKey
 from tests.managed import ManagedRepo, base_goal
+from tests.tools import needs_bwrap
 
 
 def _service(repo: ManagedRepo) -> configparser.SectionProxy:
@@ -60,7 +61,7 @@ def test_a_contained_goal_runs_within_the_services_limits(
     goal = base_goal()
     goal["build"]["run"] = [sys.executable, "-c", "open('value.txt', 'w').write('right\\n')"]
     counters = tmp_path / "counters"  # where the judge counts: a bind of the config
-    config = f"sandbox: required\nsandbox_binds: [{counters}]\n"
+    config = f"sandbox: required\nsandbox_binds: ['rw:{counters}']\n"
     repo = ManagedRepo.create(
         tmp_path / "repo", owner_key, goal=goal, files={".harness/config.yaml": config}
     )

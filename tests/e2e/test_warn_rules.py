@@ -56,7 +56,7 @@ def test_a_built_in_class_set_to_warn_is_invalid_config(managed: ManagedFactory)
     checked = repo.harness("check", check=2)
     assert (
         ".harness/config.yaml: destructive[0].enforce: 'warn' with neither paths nor lines "
-        "would make the built-in class payments warn (expected block: the eight built-in "
+        "would make the built-in class payments warn (expected block: the ten built-in "
         "classes always block; warn only on a rule's own paths or lines)"
     ) in checked.stdout + checked.stderr
     assert "Traceback" not in checked.stderr

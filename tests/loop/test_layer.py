@@ -29,6 +29,7 @@ from harness.loop.layer import (
     sweep,
     try_layer,
 )
+from tests.tools import need_tool
 
 CHECKOUT = Path(__file__).parents[2]
 
@@ -121,7 +122,7 @@ def test_a_full_memory_falls_back_and_leaves_nothing(tmp_path: Path) -> None:
     """A real 1 MiB tmpfs (in a user and mount namespace of its own): the copy runs out of
     room (ENOSPC) within its budget, and the layer goes elsewhere."""
     if shutil.which("unshare") is None:
-        pytest.skip("needs unshare")
+        need_tool("needs unshare (apt-get install util-linux)")
     source = _tree(tmp_path / "wt")
     script = (
         "import sys; from pathlib import Path; from harness.loop.layer import try_layer\n"
@@ -170,8 +171,10 @@ def test_a_layer_whose_folders_a_step_locked_is_still_removed(tmp_path: Path) ->
     """The step runs as the runner's user and may take write and read permission away from
     folders in its copy; removing the layer must not stop at them. Run as `nobody`, since
     root's removal ignores permissions."""
-    if os.geteuid() != 0 or shutil.which("setpriv") is None:
-        pytest.skip("needs root (to become nobody) and setpriv")
+    if os.geteuid() != 0:
+        pytest.skip("needs root (to become nobody)")
+    if shutil.which("setpriv") is None:
+        need_tool("needs setpriv (apt-get install util-linux)")
     base = Path(tempfile.mkdtemp(prefix="harness-layer-test-"))
     try:
         base.chmod(0o755)

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import itertools
+import json
 import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -21,15 +26,11 @@ from harness.loop.sandbox import (
     bwrap_argv,
     contain,
     effective_mode,
-    probe,
     resolve,
 )
-from harness.loop.steps import run_step
-
-BWRAP = shutil.which("bwrap")
-needs_bwrap = pytest.mark.skipif(
-    BWRAP is None or probe(BWRAP) is not None, reason="bubblewrap does not work here"
-)
+from harness.loop.steps import StepResult, run_step
+from harness.model.config import Bind, parse_config
+from tests.tools import missing_command, need_tool, needs_bwrap
 
 
 @pytest.mark.parametrize(
@@ -77,14 +78,30 @@ def test_off_never_looks_for_bwrap() -> None:
     )
 
 
-def _place(tmp_path: Path, env: dict[str, str] | None = None, binds: tuple[str, ...] = ()) -> Place:
-    root = tmp_path / "repo"
+def config_binds(entries: tuple[str, ...]) -> tuple[Bind, ...]:
+    """`sandbox_binds` as `.harness/config.yaml` would give them (JSON is YAML)."""
+    document = json.dumps({"sandbox_binds": list(entries)}).encode()
+    return parse_config(document, ".harness/config.yaml").sandbox_binds
+
+
+def place_in(base: Path, env: dict[str, str] | None = None, binds: tuple[str, ...] = ()) -> Place:
+    """Goal g1's place in a new repository `base/repo`, the runner's HOME `base/home`."""
+    root = base / "repo"
     subprocess.run(["git", "init", "-q", str(root)], check=True)
     wt = root / ".harness" / "worktrees" / "g1"
     wt.mkdir(parents=True)
     (wt / "file.txt").write_text("tracked\n")
-    base = {"HOME": str(tmp_path / "home"), "XDG_STATE_HOME": str(tmp_path / "state")}
-    return Place("g1", wt, root, root / ".git", wt.parent, base | (env or {}), binds)
+    runner = {"HOME": str(base / "home"), "XDG_STATE_HOME": str(base / "state")}
+    return Place(
+        "g1", wt, root, root / ".git", wt.parent, runner | (env or {}), config_binds(binds)
+    )
+
+
+def run_contained(place: Place, argv: list[str], network: bool = True) -> StepResult:
+    """`argv` as a build of `place` runs it, under bwrap."""
+    sandbox = resolve("required", os.environ)
+    with contain(sandbox, place, argv, {}, writable=True, network=network) as box:
+        return run_step(box.argv, place.worktree, box.env, b"", 30)
 
 
 def test_the_command_line_hides_before_it_binds(tmp_path: Path) -> None:
@@ -92,7 +109,7 @@ def test_the_command_line_hides_before_it_binds(tmp_path: Path) -> None:
     (home / ".ssh").mkdir(parents=True)
     secret = tmp_path / "secret-file"
     secret.write_text("s3cret\n")
-    place = _place(tmp_path, {"HARNESS_SECRET_FILE": str(secret)})
+    place = place_in(tmp_path, {"HARNESS_SECRET_FILE": str(secret)})
     (place.common_dir / "harness").mkdir()
     place.home().mkdir(parents=True)
     argv = bwrap_argv("/usr/bin/bwrap", place, ["make"], work=place.worktree, scratch=None)
@@ -128,7 +145,7 @@ def test_the_command_line_hides_before_it_binds(tmp_path: Path) -> None:
 def test_a_read_only_step_writes_only_its_copy_and_keeps_what_it_was_asked_for(
     tmp_path: Path,
 ) -> None:
-    place = _place(tmp_path)
+    place = place_in(tmp_path)
     sandbox = resolve("required", os.environ)
     script = (
         "from pathlib import Path; Path('file.txt').write_text('changed'); "
@@ -157,7 +174,7 @@ def test_a_read_only_step_writes_only_its_copy_and_keeps_what_it_was_asked_for(
 def test_a_read_only_step_works_in_memory_where_there_is_room(tmp_path: Path) -> None:
     """The layer is copied into /dev/shm (performance.md: on disk the copy can cost 40-80
     ms a step), and what the step sees there is its worktree."""
-    place = _place(tmp_path)
+    place = place_in(tmp_path)
     argv = ["sh", "-c", 'stat -f -c %T . && cat file.txt && echo > "$0"', "new.txt"]
     with contain(resolve("required", os.environ), place, argv, {}, writable=False) as box:
         layer = box.layer
@@ -170,7 +187,7 @@ def test_a_read_only_step_works_in_memory_where_there_is_room(tmp_path: Path) ->
 
 @needs_bwrap
 def test_a_build_writes_its_worktree_and_home(tmp_path: Path) -> None:
-    place = _place(tmp_path)
+    place = place_in(tmp_path)
     sandbox = resolve("required", os.environ)
     script = (
         "import os; from pathlib import Path; Path('file.txt').write_text('built\\n'); "
@@ -186,7 +203,7 @@ def test_a_build_writes_its_worktree_and_home(tmp_path: Path) -> None:
 
 @needs_bwrap
 def test_a_timed_out_step_leaves_no_setsid_child(tmp_path: Path) -> None:
-    place = _place(tmp_path)
+    place = place_in(tmp_path)
     sandbox = resolve("required", os.environ)
     marker = f"sandbox-timeout-{os.getpid()}-{time.monotonic_ns()}"
     script = (
@@ -212,7 +229,7 @@ def test_a_timed_out_step_leaves_no_setsid_child(tmp_path: Path) -> None:
 
 @needs_bwrap
 def test_a_bind_shows_the_runners_folder_in_the_goals_home(tmp_path: Path) -> None:
-    place = _place(tmp_path, binds=("~/.agent", "~/.not-here"))
+    place = place_in(tmp_path, binds=("rw:~/.agent", "~/.not-here"))
     (tmp_path / "home" / ".agent").mkdir(parents=True)
     (tmp_path / "home" / ".agent" / "token").write_text("logged in\n")
     sandbox = resolve("required", os.environ)
@@ -234,17 +251,18 @@ def test_a_bind_shows_the_runners_folder_in_the_goals_home(tmp_path: Path) -> No
         ("~/.ssh", "home/.ssh"),
         ("~/.ssh/id_ed25519", "home/.ssh"),
         ("~/.config", "home/.config/goal-harness"),
-        ("/", "repo/.git/harness"),
+        ("{root}/.git", "repo/.git/harness"),
         ("{root}/src", "repo"),
         ("{root}/.git/hooks", "repo"),
+        ("rw:~/.gnupg", "home/.gnupg"),
     ],
 )
 def test_a_bind_that_would_show_a_hidden_path_is_refused(
     tmp_path: Path, bind: str, shown: str
 ) -> None:
-    place = _place(tmp_path, binds=(bind.format(root=tmp_path / "repo"),))
+    place = place_in(tmp_path, binds=(bind.format(root=tmp_path / "repo"),))
     with pytest.raises(InvalidInput) as caught:
-        place.bind_pairs()
+        place.bound()
     message = str(caught.value)
     assert message.startswith(".harness/config.yaml: sandbox_binds[0]: ")
     assert f"would let a step see or write {tmp_path / shown}" in message
@@ -254,11 +272,202 @@ def test_a_bind_that_would_show_a_hidden_path_is_refused(
 
 
 @needs_bwrap
+def test_a_bind_is_read_only_unless_marked_rw(tmp_path: Path) -> None:
+    """The attack a writable bind allows: a build writes a hook into the runner's own agent
+    settings, obeyed the next time the runner's user runs the agent, outside any sandbox."""
+    place = place_in(tmp_path, binds=("~/.agent", "rw:~/.session", "/srv/not-here"))
+    for name in (".agent", ".session"):
+        (tmp_path / "home" / name).mkdir(parents=True)
+        (tmp_path / "home" / name / "settings.json").write_text("{}\n")
+    script = (
+        "import errno, json, os, sys; seen = {}\n"
+        "for name in ('.agent', '.session'):\n"
+        "    try:\n"
+        "        with open(os.path.join(os.environ['HOME'], name, 'settings.json'), 'a') as f:\n"
+        "            f.write('hook\\n')\n"
+        "        seen[name] = 'written'\n"
+        "    except OSError as exc:\n"
+        "        seen[name] = errno.errorcode[exc.errno]\n"
+        "print(json.dumps(seen))\n"
+    )
+    result = run_contained(place, [sys.executable, "-c", script])
+    assert result.exit_code == 0, result.output_tail
+    assert json.loads(result.stdout_tail) == {".agent": "EROFS", ".session": "written"}
+    assert (tmp_path / "home" / ".agent" / "settings.json").read_text() == "{}\n"
+    assert (tmp_path / "home" / ".session" / "settings.json").read_text() == "{}\nhook\n"
+
+
+@needs_bwrap
 def test_a_bound_agent_folder_is_where_the_harness_reads_its_records(tmp_path: Path) -> None:
-    place = _place(tmp_path, binds=("~/.claude", "~/.codex", "~/.cache"))
+    place = place_in(tmp_path, binds=("rw:~/.claude", "rw:~/.codex", "~/.cache"))
     sandbox = resolve("required", os.environ)
     with contain(sandbox, place, ["true"], {"CODEX_HOME": "/elsewhere"}, writable=True) as box:
         assert box.env["HOME"] == str(place.home())
         assert box.records_env["CLAUDE_CONFIG_DIR"] == str(tmp_path / "home" / ".claude")
         assert box.records_env["CODEX_HOME"] == "/elsewhere"  # named by the runner: kept
         assert "CLAUDE_CONFIG_DIR" not in box.env
+
+
+@needs_bwrap
+def test_through_a_read_only_bind_the_agent_wrote_no_records(tmp_path: Path) -> None:
+    place = place_in(tmp_path, binds=("~/.claude",))
+    sandbox = resolve("required", os.environ)
+    with contain(sandbox, place, ["true"], {}, writable=True) as box:
+        assert "CLAUDE_CONFIG_DIR" not in box.records_env
+
+
+# ---- every hidden path, tried by a real contained build ---------------------------------
+
+# What the build reads at each hidden path (a file, or the agent socket through ssh-add).
+SEES = r"""
+import json, os, subprocess, sys
+seen = {}
+for name, path in json.loads(sys.argv[1]).items():
+    if name == "the folder of SSH_AUTH_SOCK":
+        env = dict(os.environ, SSH_AUTH_SOCK=path)
+        done = subprocess.run(["ssh-add", "-l"], env=env, capture_output=True, text=True)
+        seen[name] = f"ssh-add exit {done.returncode}: {(done.stdout + done.stderr).strip()}"
+        continue
+    try:
+        seen[name] = open(path).read()
+    except OSError as exc:
+        seen[name] = type(exc).__name__
+print(json.dumps(seen))
+"""
+
+
+@dataclass(frozen=True)
+class HiddenWorld:
+    """A real thing at every path `Place.hidden()` names, outside /tmp: a step's /tmp is its
+    own, which would hide anything under the runner's /tmp by itself."""
+
+    place: Place
+    probes: dict[str, str]  # what Place.hidden_named() calls each path: what the build opens
+    key: str  # the agent's key, as `ssh-add -l` lists it
+
+    def seen(self, sandbox: Sandbox) -> dict[str, str]:
+        argv = [sys.executable, "-c", SEES, json.dumps(self.probes)]
+        with contain(sandbox, self.place, argv, dict(os.environ), writable=True) as box:
+            result = run_step(box.argv, self.place.worktree, box.env, b"", 30)
+        assert result.exit_code == 0, result.output_tail
+        return dict(json.loads(result.stdout_tail))
+
+
+def _write(path: Path, text: str) -> str:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return str(path)
+
+
+@contextlib.contextmanager
+def _agent(folder: Path) -> Iterator[str]:
+    """A real ssh-agent listening in `folder`, holding one key; its listing of the key."""
+    for tool, package in (("ssh-agent", "openssh-client"), ("ssh-add", "openssh-client")):
+        missing = missing_command(tool, package)
+        if missing is not None:
+            need_tool(missing)
+    folder.mkdir(mode=0o700)
+    socket = folder / "agent.sock"
+    agent = subprocess.Popen(["ssh-agent", "-D", "-a", str(socket)], stdout=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 10
+        while not socket.exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        key = folder.parent / "agent-key"
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True)
+        env = dict(os.environ, SSH_AUTH_SOCK=str(socket))
+        subprocess.run(["ssh-add", "-q", str(key)], env=env, check=True, capture_output=True)
+        listed = subprocess.run(["ssh-add", "-l"], env=env, capture_output=True, text=True)
+        yield listed.stdout.strip()
+    finally:
+        agent.kill()
+        agent.wait()
+
+
+@contextlib.contextmanager
+def _in_runtime_folder() -> Iterator[Path]:
+    """A file in /run/user/<uid>, the folder made (as root) and removed when it was not there."""
+    folder = Path(f"/run/user/{os.getuid()}")
+    made = not folder.exists()
+    if made and not os.access(folder.parent, os.W_OK):
+        need_tool(f"needs {folder} or root to make it")
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    thing = folder / f"harness-test-{os.getpid()}-{time.monotonic_ns()}"
+    thing.write_text("the user's runtime folder\n")
+    try:
+        yield thing
+    finally:
+        thing.unlink()
+        if made:
+            with contextlib.suppress(OSError):
+                folder.rmdir()  # left when someone else put something there meanwhile
+
+
+@pytest.fixture(scope="module")
+def hidden_world() -> Iterator[HiddenWorld]:
+    base = Path(tempfile.mkdtemp(prefix="harness-hidden-", dir="/var/tmp"))
+    try:
+        with _agent(base / "agent") as key, _in_runtime_folder() as runtime:
+            env = {
+                "XDG_CONFIG_HOME": str(base / "config"),
+                "HARNESS_SECRET_FILE": _write(base / "secret-file", "the secret file\n"),
+                "SSH_AUTH_SOCK": str(base / "agent" / "agent.sock"),
+            }
+            place = place_in(base, env)
+            home, git_dir = base / "home", place.common_dir
+            probes = {
+                ".git/harness": _write(git_dir / "harness" / "locks" / "g1.child", "record\n"),
+                "the goals' worktrees": _write(place.worktrees / "g2" / "x", "another goal\n"),
+                "the goals' homes": _write(place.homes() / "g2" / "session", "g2's session\n"),
+                "~/.ssh": _write(home / ".ssh" / "id_ed25519", "the owner's key\n"),
+                "~/.gnupg": _write(home / ".gnupg" / "private-keys-v1.d" / "k", "gpg key\n"),
+                "the secret's folder": _write(base / "config" / "goal-harness" / "secret", "s\n"),
+                "HARNESS_SECRET_FILE": env["HARNESS_SECRET_FILE"],
+                "the folder of SSH_AUTH_SOCK": env["SSH_AUTH_SOCK"],
+                "the user's runtime folder": str(runtime),
+            }
+            yield HiddenWorld(place, probes, key)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def test_every_hidden_path_is_tried(hidden_world: HiddenWorld) -> None:
+    named = {what for _, what in hidden_world.place.hidden_named()}
+    assert named == set(hidden_world.probes)
+
+
+def test_uncontained_the_build_would_see_every_hidden_thing(hidden_world: HiddenWorld) -> None:
+    seen = hidden_world.seen(Sandbox("off", "off"))
+    assert seen["the folder of SSH_AUTH_SOCK"] == f"ssh-add exit 0: {hidden_world.key}"
+    files = {name: path for name, path in hidden_world.probes.items() if "SSH_AUTH" not in name}
+    assert {name: seen[name] for name in files} == {
+        name: Path(path).read_text() for name, path in files.items()
+    }
+
+
+@needs_bwrap
+@pytest.mark.parametrize(
+    "what",
+    [
+        ".git/harness",
+        "the goals' worktrees",
+        "the goals' homes",
+        "~/.ssh",
+        "~/.gnupg",
+        "the secret's folder",
+        "HARNESS_SECRET_FILE",
+        "the user's runtime folder",
+    ],
+)
+def test_a_contained_build_cannot_read_a_hidden_path(hidden_world: HiddenWorld, what: str) -> None:
+    seen = hidden_world.seen(resolve("required", os.environ))[what]
+    # A hidden folder is an empty tmpfs; a hidden file is /dev/null, a device on a mount
+    # that allows none (bwrap binds nodev): opening it is refused.
+    assert seen == ("PermissionError" if what == "HARNESS_SECRET_FILE" else "FileNotFoundError")
+
+
+@needs_bwrap
+def test_a_contained_build_cannot_use_the_ssh_agent(hidden_world: HiddenWorld) -> None:
+    """Not even with the socket's path named: the folder it is in is empty inside."""
+    seen = hidden_world.seen(resolve("required", os.environ))["the folder of SSH_AUTH_SOCK"]
+    assert seen.startswith("ssh-add exit 2: Error connecting to agent: No such file or directory")

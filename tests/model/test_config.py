@@ -15,6 +15,7 @@ from harness.model import yamlutil
 from harness.model.config import (
     DEFAULT_CONFIG,
     DESTRUCTIVE_CLASSES,
+    Bind,
     Config,
     DestructiveRule,
     parse_config,
@@ -168,6 +169,8 @@ def test_destructive_classes_are_the_contracts_eight_and_the_schemas_enum() -> N
         "production_deploy",
         "branch_protection",
         "external_accounts",
+        "git_behaviour",
+        "dependencies",
     )
 
 
@@ -199,6 +202,16 @@ ERROR_CASES: list[tuple[dict[str, Any], str]] = [
     ({"sandbox_binds": ["relative/path"]}, "sandbox_binds[0]: 'relative/path' is not a path"),
     ({"sandbox_binds": ["~/a/../.ssh"]}, "sandbox_binds[0]: '~/a/../.ssh' is not a path to bind"),
     ({"sandbox_binds": ["~/"]}, "sandbox_binds[0]: '~/' is not a path to bind"),
+    (
+        {"sandbox_binds": ["rw:"]},
+        "sandbox_binds[0]: 'rw:' is not a path to bind (expected ~/<path> or an absolute path "
+        "without .., read-only, or writable as rw:<path>)",
+    ),
+    ({"sandbox_binds": ["/a", "rw:relative"]}, "sandbox_binds[1]: 'rw:relative' is not a path"),
+    ({"sandbox_binds": ["rw: ~/.codex"]}, "sandbox_binds[0]: 'rw: ~/.codex' is not a path"),
+    ({"sandbox_binds": ["rw:rw:/x"]}, "sandbox_binds[0]: 'rw:rw:/x' is not a path to bind"),
+    ({"sandbox_binds": ["ro:/x"]}, "sandbox_binds[0]: 'ro:/x' is not a path to bind"),
+    ({"sandbox_binds": [{"rw": "~/.codex"}]}, "sandbox_binds[0]: got a mapping"),
     ({"sandbox_binds": "~/.claude"}, "sandbox_binds: got a string"),
     ({"sandbox": True}, "sandbox: got a boolean true (expected one of auto, required, off)"),
     ({"defaults": {"retries": 1}}, "defaults: unknown key 'retries' (expected one of budget,"),
@@ -282,7 +295,7 @@ ERROR_CASES: list[tuple[dict[str, Any], str]] = [
     (
         {"destructive": [{"class": "auth", "enforce": "warn"}]},
         "destructive[0].enforce: 'warn' with neither paths nor lines would make the built-in "
-        "class auth warn (expected block: the eight built-in classes always block",
+        "class auth warn (expected block: the ten built-in classes always block",
     ),
     (
         {"destructive": [{"class": "auth", "paths": ["a"]}, {"class": "auth"}]},
@@ -322,12 +335,15 @@ def test_sandbox_mode_parses(mode: str) -> None:
     assert parse_config(config_bytes({"sandbox": mode}), SOURCE).sandbox == mode
 
 
-def test_sandbox_binds_parse_in_order() -> None:
-    document = {"sandbox_binds": ["~/.claude", "/var/cache/pip"]}
-    assert parse_config(config_bytes(document), SOURCE).sandbox_binds == (
-        "~/.claude",
-        "/var/cache/pip",
+def test_sandbox_binds_parse_in_order_read_only_unless_rw() -> None:
+    document = {"sandbox_binds": ["~/.claude", "rw:/var/cache/pip", "rw:~/.codex"]}
+    binds = parse_config(config_bytes(document), SOURCE).sandbox_binds
+    assert binds == (
+        Bind("~/.claude"),
+        Bind("/var/cache/pip", writable=True),
+        Bind("~/.codex", writable=True),
     )
+    assert [str(bind) for bind in binds] == document["sandbox_binds"]
 
 
 def test_sandbox_left_out_means_the_runners_default() -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -17,6 +16,7 @@ from harness.errors import InvalidInput
 from harness.store.gitrepo import GitError, Repo, installed_git, run_git, safe_config
 from harness.store.gitversion import fsync_config, git_version, needs_ref_fsync
 from harness.store.objects import ObjectReader
+from tests.tools import needs_command
 
 
 def git(cwd: Path, *args: str) -> str:
@@ -194,7 +194,7 @@ def test_a_malformed_tree_is_an_error_and_only_commits_are_commits(repo: Path) -
         reader.close()
 
 
-@pytest.mark.skipif(shutil.which("strace") is None, reason="needs strace")
+@needs_command("strace")
 def test_a_harness_commit_is_fsynced(repo: Path, tmp_path: Path) -> None:
     """core.fsync: the commit's objects and the branch ref reach the disk (issue 14)."""
     (repo / "new.txt").write_text("x\n")
@@ -269,7 +269,7 @@ def test_the_installed_git_gets_its_own_fsync_option_and_no_warning(repo: Path) 
     assert proc.stderr == b""
 
 
-@pytest.mark.skipif(shutil.which("strace") is None, reason="needs strace")
+@needs_command("strace")
 def test_without_core_fsync_the_harness_fsyncs_objects_and_the_ref(
     repo: Path, tmp_path: Path
 ) -> None:
