@@ -18,11 +18,12 @@ from typing import TYPE_CHECKING
 
 from harness.trust.destructive.commands import SQL_CLIENT_RE
 from harness.trust.destructive.diff import FileChange
+from harness.trust.destructive.file_rule import Contents, Versions
 from harness.trust.destructive.hits import MAX_HITS_PER_RULE_AND_FILE, Hit, clip, ordered
 from harness.trust.destructive.line_rule import scan, side_of
 from harness.trust.destructive.path_rules import PATH_RULES
 from harness.trust.destructive.paths import SQL_SUFFIXES, PathFacts, glob_regex, path_facts
-from harness.trust.destructive.rules import LINE_RULES
+from harness.trust.destructive.rules import FILE_RULES, LINE_RULES
 from harness.trust.destructive.sizes import file_size_hits, total_size_hits
 
 if TYPE_CHECKING:  # keeps importing this module cheap: config pulls in YAML and schemas
@@ -30,14 +31,20 @@ if TYPE_CHECKING:  # keeps importing this module cheap: config pulls in YAML and
 
 
 def classify_changes(
-    changes: Sequence[FileChange], extra: Sequence[DestructiveRule] = ()
+    changes: Sequence[FileChange],
+    extra: Sequence[DestructiveRule] = (),
+    contents: Contents | None = None,
 ) -> list[Hit]:
-    """Every destructive-class hit in a parsed diff, built-in rules then config rules."""
+    """Every destructive-class hit in a parsed diff, built-in rules then config rules.
+
+    `contents` (`contents.StagedContents`): the old and new versions of the few files a
+    file rule reads; without it those rules read the diff's lines only."""
     hits: list[Hit] = []
     for change in changes:
         facts = path_facts(change.path)
         hits += _path_hits(change, facts)
         hits += _line_hits(change, facts)
+        hits += _file_hits(change, facts, contents)
         hits += file_size_hits(change)
     hits += total_size_hits(changes)
     hits += _extra_change_hits(changes, extra)
@@ -88,6 +95,18 @@ def _line_hits(change: FileChange, facts: PathFacts) -> list[Hit]:
             if sign in rule.sides:
                 found = scan(rule, in_sql_file, side)
                 hits += (Hit(rule.cls, rule.id, change.path, n, clip(t)) for n, t in found)
+    return hits
+
+
+def _file_hits(change: FileChange, facts: PathFacts, contents: Contents | None) -> list[Hit]:
+    rules = [rule for rule in FILE_RULES if rule.reads(facts)]
+    if not rules:
+        return []
+    versions = Versions(change, contents)  # shared: each version is read at most once
+    hits: list[Hit] = []
+    for rule in rules:
+        found = rule.check(change, facts, versions)[:MAX_HITS_PER_RULE_AND_FILE]
+        hits += (Hit(rule.cls, rule.id, change.path, n, clip(t)) for n, t in found)
     return hits
 
 

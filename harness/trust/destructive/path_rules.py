@@ -238,6 +238,15 @@ def _is_dns_zone(p: PathFacts) -> bool:
     return glob_any(p.name, _DNS_GLOBS) or p.in_dir(frozenset({"octodns"}))
 
 
+# Read when a commit is checked out: which submodules are cloned and from where, and which
+# server Git LFS fetches the real content of pointer files from.
+_GIT_CHECKOUT_NAMES = frozenset({".gitmodules", ".lfsconfig"})
+
+
+def _is_git_checkout_config(p: PathFacts) -> bool:
+    return p.name in _GIT_CHECKOUT_NAMES
+
+
 PATH_RULES = (
     PathRule("migration-path", "schema_change", _is_migration),
     PathRule("schema-file", "schema_change", _is_schema_file),
@@ -257,4 +266,5 @@ PATH_RULES = (
     PathRule("git-hooks", "branch_protection", _is_git_hooks),
     PathRule("credential-config-file", "external_accounts", _is_credential_config),
     PathRule("dns-zone-file", "external_accounts", _is_dns_zone),
+    PathRule("git-checkout-config", "git_behaviour", _is_git_checkout_config),
 )

@@ -365,6 +365,29 @@ CASES: list[tuple[str, bool, Probe]] = [
     ("cmd-platform-secret", True, command("fly", "secrets", "set", "K=v")),
     ("cmd-platform-secret", False, command("gh", "secret", "list")),
     ("cmd-platform-secret", False, command("heroku", "config:get", "KEY")),
+    # git_behaviour (exact details: test_file_rules.py)
+    (
+        "gitattributes-checkout",
+        True,
+        added(".gitattributes", "*.sh working-tree-encoding=UTF-16LE"),
+    ),
+    ("gitattributes-checkout", False, added(".gitattributes", "*.md linguist-documentation")),
+    ("git-checkout-config", True, path(".gitmodules", "M")),
+    ("git-checkout-config", True, path(".lfsconfig")),
+    ("git-checkout-config", False, path("docs/gitmodules.md")),
+    # dependencies (exact details: test_file_rules.py)
+    ("npm-lifecycle-script", True, added("package.json", '"postinstall": "node x.js",')),
+    ("npm-lifecycle-script", False, added("package.json", '"test": "jest",')),
+    ("package-index-config", True, added("requirements.txt", "--extra-index-url https://x/simple")),
+    ("package-index-config", False, added("requirements.txt", "requests==2.31.0")),
+    ("toml-package-index", True, added("pyproject.toml", 'index-url = "https://x/simple"')),
+    ("toml-package-index", False, added("pyproject.toml", 'name = "app"')),
+    ("lockfile-source-host", True, added("yarn.lock", '  resolved "https://x.example/a.tgz"')),
+    (
+        "lockfile-source-host",
+        False,
+        added("yarn.lock", '  resolved "https://registry.yarnpkg.com/a"'),
+    ),
 ]
 
 
