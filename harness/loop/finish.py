@@ -135,6 +135,8 @@ class Finisher(Recorder):
             }
         )
         finished = (ran.step, ran.iteration, data)
+        if self.made_repositories(ran.started, changed, after, finished):
+            return
         if self.tampered(ran.started, changed + unseen, exclude_own=False, finished=finished):
             return
         if self.hid_own_files(ran.started, unseen, finished):
@@ -191,9 +193,40 @@ class Finisher(Recorder):
             return []
         return sorted(p for p in after.entries() - before.entries() if not p.endswith("/"))
 
+    def made_repositories(
+        self,
+        base: str,
+        changed: Sequence[str],
+        after: IgnoredWalk | None,
+        finished: tuple[StepName, int, dict[str, Any]],
+    ) -> bool:
+        """A build that left a repository of its own below the worktree (a `.git` folder or
+        file): its configuration is the agent's, so it is removed unread, and the goal stops
+        at tamper (store/nested.py)."""
+        from harness.store.nested import nested_repositories
+
+        before = self.ignored_before
+        folders: set[str] = set()
+        if before is not None and after is not None:
+            folders = {p for p in after.entries() - before.entries() if p.endswith("/")}
+        nested = nested_repositories(self.wt.path, changed, sorted(folders))
+        if not nested:
+            return False
+        self.wt.restore_paths(base, nested)
+        step, iteration, data = finished
+        tamper = data | {"result": "tamper", "touched": nested[:MAX_LISTED_PATHS]}
+        self.emit("step.finished", step, iteration, tamper | {"tree": self.wt.work_tree_id()})
+        detail = (
+            "made a git repository of its own inside the worktree (removed, never read): "
+            + ", ".join(nested[:20])
+        )
+        self.gate("needs_attention", "tamper", detail)
+        return True
+
     def destructive_data(self, base: str, unseen: Sequence[str] = ()) -> dict[str, Any]:
         """What in this build's change falls in a destructive class (parks until unparked)."""
         from harness.trust.destructive.classify import classify_changes
+        from harness.trust.destructive.contents import StagedContents
         from harness.trust.destructive.diff import parse_diff
         from harness.trust.destructive.hits import classes_of, owner_rules, split_enforced
         from harness.trust.destructive.summary import summarize
@@ -201,7 +234,8 @@ class Finisher(Recorder):
 
         extra = self.ctx.control.config.destructive
         changes = parse_diff(staged_diff(self.wt, base)) + unseen_changes(self.wt, unseen)
-        hits, warned = split_enforced(classify_changes(changes, extra), extra)
+        contents = StagedContents(self.wt, base)  # whole manifests and lockfiles, as staged
+        hits, warned = split_enforced(classify_changes(changes, extra, contents), extra)
         # Hits of `enforce: warn` rules are evidence kept for the owners, never a gate.
         noted: dict[str, Any] = {
             "warned": [fit_text(h.describe(), 300) for h in warned[:MAX_WARNED]]
@@ -301,10 +335,15 @@ class Finisher(Recorder):
     ) -> bool:
         """A build whose new files an ignore rule it added hides (a `tests/conftest.py` the
         judge would run, behind a new `.gitignore` line): never staged, so never in the diff
-        or the commit, yet there for the judge. Tamper, like hiding it in info/exclude."""
-        from harness.trust.destructive.textlike import hidden_by_new_rules
+        or the commit, yet there for the judge. Tamper, like hiding it in info/exclude.
+        A cache that ignores itself (`.pytest_cache/`, a venv) is no such hide, unless
+        what is in it changes what the judge or the review runs (docs/specs/trust.md)."""
+        from harness.trust.destructive.textlike import hidden_by_new_rules, later_steps
 
-        hidden = hidden_by_new_rules(self.wt, base, unseen)
+        review = self.goal.review.run if self.goal.review else ()
+        path_var = self.ctx.base_env.get("PATH")
+        later = later_steps(self.wt.path, path_var, [*self.goal.judge.run, *review])
+        hidden = hidden_by_new_rules(self.wt, base, unseen, later, self.ignored_before)
         if not hidden:
             return False
         step, iteration, data = finished

@@ -1,7 +1,8 @@
 """The conformance suite's fixtures: the installed agent CLIs, isolated homes, the server.
 
-A tool that is not installed skips its tests with the reason, except under CI
-(`CI=true`), where a skip would hide that the suite did not run: there it fails.
+A tool that is not installed skips its tests with the reason, except under CI (`CI` set
+to anything, tests/tools.py), where a skip would hide that the suite did not run: there it
+fails.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import pytest
 
 from tests.agents import tools
 from tests.agents.scenario import JUDGE_WITH_URL, Scenario
-from tests.agents.templates import resumed, template_goal, with_files
+from tests.agents.templates import resumed, shell_line, template_goal, with_files
 from tests.fakes.script import Script
 from tests.fakes.server import ModelServer
 from tests.managed import ManagedFactory, base_goal
@@ -59,16 +60,16 @@ def contained_config(tool: str, tmp_path: Path, home: Path, extra: str = "") -> 
     """`.harness/config.yaml` for a run with the sandbox required, binding what a runner
     binds for the tool (docs/guide/agents/<tool>.md) and the test's counter folder (where
     its judge counts). Inside, HOME is the goal's own home."""
-    binds = [str(tmp_path / "counters"), *TOOL_BINDS[tool](home)]
+    binds = [f"rw:{tmp_path / 'counters'}", *TOOL_BINDS[tool](home)]
     return f"version: 1\nsandbox: required\nsandbox_binds: {binds}\n{extra}"
 
 
 # claude needs nothing of the runner's home (its key is in the environment); codex its
-# CODEX_HOME (config.toml, sessions); aider its price cache in ~/.aider.
+# CODEX_HOME (config.toml, sessions), written; aider its price cache in ~/.aider, written.
 TOOL_BINDS: dict[str, Callable[[Path], list[str]]] = {
     "claude": lambda home: [],
-    "codex": lambda home: [str(home / "codex")],
-    "aider": lambda home: ["~/.aider"],
+    "codex": lambda home: [f"rw:{home / 'codex'}"],
+    "aider": lambda home: ["rw:~/.aider"],
 }
 
 
@@ -85,8 +86,9 @@ def _scenario_factory(
         timeout: str | None = None,
         files: dict[str, str] | None = None,
         contained: str | None = None,
+        flags: str = "",
     ) -> Scenario:
-        goal = goal_for(tool, resume=resume, timeout=timeout)
+        goal = goal_for(tool, resume=resume, timeout=timeout, flags=flags)
         goal["budget"] |= budget or {}
         goal["halt"] |= halt or {}
         repo_files = {"value.txt": "unset\n", "judge.py": JUDGE_WITH_URL, **(files or {})}
@@ -99,10 +101,15 @@ def _scenario_factory(
     return make
 
 
-def goal_for(tool: str, *, resume: bool = False, timeout: str | None = None) -> dict[str, Any]:
-    """`harness new --agent <tool>`'s goal with the suite's objective and judge."""
+def goal_for(
+    tool: str, *, resume: bool = False, timeout: str | None = None, flags: str = ""
+) -> dict[str, Any]:
+    """`harness new --agent <tool>`'s goal with the suite's objective and judge; `flags`
+    (shell words) added to the tool's command line."""
     goal = template_goal(tool)
     build = goal["build"]
+    if flags:
+        build = build | {"run": ["sh", "-c", f"{shell_line(build)} {flags}"]}
     if tool == "aider":
         build = with_files(build, ("value.txt",))
     if resume:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -98,3 +99,30 @@ def outage(scenario: Scenario, tries: int, message_of: Callable[[str], str]) -> 
 def _wait_until(stamp: str) -> None:
     due = datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%S.%f%z").timestamp()
     time.sleep(max(0.0, due - time.time()) + 0.05)
+
+
+# A real pytest run in the build, as agents run one (issue 27): a tiny passing test, in a
+# repository with no .gitignore, so nothing but pytest's own `.pytest_cache/.gitignore`
+# (`*`) hides what it writes. Bytecode off: without an ignore rule it would be committed.
+TINY_TEST = {"test_tiny.py": "def test_tiny():\n    assert 1 + 1 == 2\n"}
+RUN_PYTEST = f"PYTHONDONTWRITEBYTECODE=1 {sys.executable} -m pytest -q test_tiny.py"
+
+
+def without_gitignore(scenario: Scenario) -> Scenario:
+    """The scenario's repository with its .gitignore removed in a commit of its own (the
+    harness keeps its worktrees out of the main checkout through info/exclude)."""
+    git(scenario.repo.root, "rm", "-q", ".gitignore")
+    git(scenario.repo.root, "commit", "-q", "-m", "no .gitignore")
+    return scenario
+
+
+def assert_pytest_cache_allowed(scenario: Scenario) -> None:
+    """The build ran pytest (its cache is there, ignored by its own rule) and the goal
+    completed: the cache is no hidden file of the build's (docs/specs/trust.md)."""
+    cache = scenario.repo.worktree / ".pytest_cache"
+    assert (cache / ".gitignore").read_text().splitlines()[-1] == "*"
+    assert (cache / "v" / "cache" / "nodeids").is_file()
+    [build] = scenario.builds()
+    assert "result" not in build, build  # a build's result is only ever a stop
+    assert scenario.repo.status()["status"] == "completed"
+    assert scenario.goal_change() == ["value.txt"]

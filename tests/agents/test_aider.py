@@ -4,11 +4,19 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 
 import pytest
 
 from tests.agents.conftest import ScenarioFactory
-from tests.agents.scenario import Scenario, outage
+from tests.agents.scenario import (
+    RUN_PYTEST,
+    TINY_TEST,
+    Scenario,
+    assert_pytest_cache_allowed,
+    outage,
+    without_gitignore,
+)
 from tests.fakes.chat import edit
 from tests.fakes.script import Tokens, fail, say
 from tests.managed import OWNER, git
@@ -143,3 +151,20 @@ def test_aider_builds_contained(aider: ScenarioFactory) -> None:
     assert {e["data"]["sandbox"] for e in started} == {"bwrap"}
     assert scenario.used()["cost_usd"] == pytest.approx(CALL_USD)
     assert scenario.server.others() == []
+
+
+def test_aider_running_pytest_is_no_hidden_file(aider: ScenarioFactory) -> None:
+    # aider runs no command its model suggests under --yes-always (a shell block needs an
+    # explicit yes, which --yes-always answers no); it runs the tests itself after an edit
+    # with --auto-test. pytest writes .pytest_cache/ with a .gitignore of `*` in a
+    # repository that ignores nothing.
+    flags = f"--auto-test --test-cmd {shlex.quote(RUN_PYTEST)}"
+    scenario = aider(budget={"max_iterations": 1}, files=TINY_TEST, flags=flags)
+    without_gitignore(scenario)
+    scenario.server.script.extend(
+        [say("Setting it.\n\n" + edit("value.txt", "unset\n", "right\n"), CALL)]
+    )
+    run = scenario.run()
+    assert run.returncode == 0, run.stderr
+    assert_pytest_cache_allowed(scenario)
+    assert "1 passed" in scenario.builds()[0]["output_tail"]

@@ -9,7 +9,14 @@ from pathlib import Path
 import pytest
 
 from tests.agents.conftest import ScenarioFactory
-from tests.agents.scenario import Scenario, outage
+from tests.agents.scenario import (
+    RUN_PYTEST,
+    TINY_TEST,
+    Scenario,
+    assert_pytest_cache_allowed,
+    outage,
+    without_gitignore,
+)
 from tests.fakes.script import Reply, Tokens, call, fail, say
 
 # The template names no model: claude 2.1.332's default, claude-opus-5-5, at $4 in / $20
@@ -193,3 +200,19 @@ def test_claude_builds_contained(claude: ScenarioFactory) -> None:
     used = scenario.used()
     assert (used["cost_usd"], used["turns"]) == (pytest.approx(3 * CALL_USD), 3)
     assert scenario.server.others() == []
+
+
+def test_claude_running_pytest_is_no_hidden_file(claude: ScenarioFactory) -> None:
+    # The model has claude run the tests with its Bash tool, as it does on a real task;
+    # pytest writes .pytest_cache/ with a .gitignore of `*` in a repository that ignores
+    # nothing. Before issue 27 that stopped the goal at tamper ("hid new files with an
+    # ignore rule of its own: .pytest_cache/.gitignore").
+    scenario = without_gitignore(claude(budget={"max_iterations": 1}, files=TINY_TEST))
+    pytest_run = call("Bash", {"command": RUN_PYTEST, "description": "Run the tests"}, CALL)
+    scenario.server.script.extend(
+        [pytest_run, *edit(str(scenario.worktree_file), "unset", "right")]
+    )
+    run = scenario.run()
+    assert run.returncode == 0, run.stderr
+    assert_pytest_cache_allowed(scenario)
+    assert "1 passed" in json.dumps(scenario.server.model_calls("anthropic")[1].body)

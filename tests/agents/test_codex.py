@@ -10,7 +10,14 @@ from typing import Any
 import pytest
 
 from tests.agents.conftest import ScenarioFactory
-from tests.agents.scenario import Scenario, outage
+from tests.agents.scenario import (
+    RUN_PYTEST,
+    TINY_TEST,
+    Scenario,
+    assert_pytest_cache_allowed,
+    outage,
+    without_gitignore,
+)
 from tests.fakes.script import Reply, Tokens, call, fail, say
 
 # Codex prints tokens, never a cost: the harness prices them from the config.
@@ -187,3 +194,16 @@ def test_codex_builds_contained(codex: ScenarioFactory) -> None:
     assert {e["data"]["sandbox"] for e in started} == {"bwrap"}
     used = scenario.used()
     assert (used["cost_usd"], used["turns"]) == (pytest.approx(2 * CALL_USD), 1)
+
+
+def test_codex_running_pytest_is_no_hidden_file(codex: ScenarioFactory) -> None:
+    # The model has codex run the tests (exec_command), as it does on a real task: pytest
+    # writes .pytest_cache/ with a .gitignore of `*` in a repository that ignores nothing.
+    files = {".harness/config.yaml": PRICES, **TINY_TEST}
+    scenario = without_gitignore(codex(budget={"max_iterations": 1}, files=files))
+    tests = call("exec_command", {"cmd": RUN_PYTEST}, CALL)
+    scenario.server.script.extend([tests, *edit("unset", "right")])
+    run = scenario.run()
+    assert run.returncode == 0, run.stderr
+    assert_pytest_cache_allowed(scenario)
+    assert "1 passed" in json.dumps(scenario.server.model_calls("responses")[1].body)
