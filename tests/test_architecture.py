@@ -7,6 +7,7 @@ import is still a dependency, only a cheaper one.
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -238,3 +239,187 @@ def test_no_merge_conflict_is_left_in_the_tree() -> None:
                 if any(line.startswith(marks) or line == marks[1] for line in lines):
                     found.append(str(path.relative_to(root)))
     assert found == []
+
+
+# ---- what a command prints ------------------------------------------------------------------
+#
+# Every line a command or the notification hook prints may carry recorded or step-produced
+# text (a ship step's output in a gate detail, a test id, a signer), so each is made by the
+# one sanitiser, harness/record/visible.py (issue 27). The check reads each write: the
+# argument of every `.write(...)`, `.writelines(...)`, `print(...)` and `echo(...)` must be
+# text with nothing interpolated, a call to a sanitiser imported from visible.py (`line`,
+# `lines`, `block`) or render.py (`text_line`), `json.dumps` (ASCII: every control escaped),
+# a call to a function of the same module all of whose `return`s are such, or `+`, `if`
+# and generator expressions of those. Anything else (a variable, an f-string with a field
+# outside the sanitiser) is named by module and line.
+#
+# Its limits: it sees writes in these modules only; a stream handed to another part (the
+# loop's print callback, the renderer's bytes) is checked there, by tests/record/
+# test_visible.py and the end-to-end hostile-output tests, and the writes that pass such
+# lines on are the RAW_WRITES below, each with its reason. It follows a local function's
+# returns, not its variables, so a sanitised value kept in a variable must be written where
+# it is made. It proves the sanitiser is on the path, not that the right one was chosen:
+# `block` keeps newlines, meant for output shown as a block (a report), not for a line.
+
+PRINTING = [PACKAGE / "commands", PACKAGE / "loop" / "notify.py"]
+SANITISERS = {
+    "harness.record.visible": {"line", "lines", "block"},
+    "harness.record.render": {"text_line"},
+}
+# (module, function) -> why its writes pass text on unchanged.
+RAW_WRITES = {
+    ("harness.commands.decide", "act_now.print_line"): "an event line, made by render.text_line",
+    ("harness.commands.run", "_run.print_line"): "an event line, made by render.text_line",
+    ("harness.commands.jobs", "_Worker.__init__"): "the secret, into a worker's pipe",
+    ("harness.commands.replay", "_write"): "the renderer's bytes, sanitised field by field",
+    ("harness.commands.diff", "diff"): "git's own diff, byte for byte (cli.md, `harness diff`)",
+}
+
+
+def _sanitisers(tree: ast.Module) -> set[str]:
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module in SANITISERS:
+            found |= {a.asname or a.name for a in node.names if a.name in SANITISERS[node.module]}
+    return found
+
+
+class _Writes:
+    """The writes of one module whose text is not known to be sanitised."""
+
+    def __init__(self, tree: ast.Module) -> None:
+        self.sanitisers = _sanitisers(tree)
+        self.functions = {
+            n.name: n
+            for n in ast.walk(tree)
+            if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)
+        }
+        self.following: set[str] = set()
+
+    def sanitised(self, node: ast.expr) -> bool:
+        if isinstance(node, ast.Constant):
+            return isinstance(node.value, str | bytes)
+        if isinstance(node, ast.JoinedStr):
+            return all(isinstance(part, ast.Constant) for part in node.values)
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+            return self.sanitised(node.left) and self.sanitised(node.right)
+        if isinstance(node, ast.IfExp):
+            return self.sanitised(node.body) and self.sanitised(node.orelse)
+        if isinstance(node, ast.GeneratorExp | ast.ListComp):
+            return self.sanitised(node.elt)
+        return isinstance(node, ast.Call) and self._sanitising_call(node)
+
+    def _sanitising_call(self, call: ast.Call) -> bool:
+        func = call.func
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+            ascii_only = all(k.arg != "ensure_ascii" for k in call.keywords)
+            return func.value.id == "json" and func.attr == "dumps" and ascii_only
+        if not isinstance(func, ast.Name):
+            return False
+        if func.id in self.sanitisers:
+            return True
+        local = self.functions.get(func.id)
+        if local is None or func.id in self.following:
+            return False
+        self.following.add(func.id)  # a recursive function is judged by its other returns
+        returns = [n for n in ast.walk(local) if isinstance(n, ast.Return)]
+        judged = bool(returns) and all(
+            r.value is not None and self.sanitised(r.value) for r in returns
+        )
+        self.following.discard(func.id)
+        return judged
+
+
+def _written(call: ast.Call) -> ast.expr | None:
+    """What `call` writes for a human, if it is a write."""
+    func = call.func
+    named = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+    if named in ("write", "writelines", "echo") or (
+        named == "print" and isinstance(func, ast.Name)
+    ):
+        return call.args[0] if call.args else None
+    return None
+
+
+def raw_writes(module: str, text: str) -> list[str]:
+    """`module:line` of each write in `text` whose text is not known to be sanitised."""
+    tree = ast.parse(text)
+    checker = _Writes(tree)
+    found = []
+
+    for call, function in _calls(tree):
+        written = _written(call)
+        exempt = (module, function) in RAW_WRITES
+        if written is not None and not exempt and not checker.sanitised(written):
+            found.append(f"{module}:{call.lineno}")
+    return found
+
+
+def _calls(tree: ast.Module) -> Iterator[tuple[ast.Call, str]]:
+    """Each call with the qualified name of the function it is in (`Class.method.inner`)."""
+
+    def visit(node: ast.AST, where: str) -> Iterator[tuple[ast.Call, str]]:
+        for child in ast.iter_child_nodes(node):
+            inside = where
+            if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                inside = f"{where}.{child.name}" if where else child.name
+            if isinstance(child, ast.Call):
+                yield child, where
+            yield from visit(child, inside)
+
+    return visit(tree, "")
+
+
+def _qualified_functions(tree: ast.Module) -> set[str]:
+    return {where for _, where in _calls(tree)}
+
+
+def printing_modules() -> dict[str, str]:
+    paths = [
+        p for place in PRINTING for p in sorted([place] if place.is_file() else place.glob("*.py"))
+    ]
+    return {module_name(p): p.read_text("utf-8") for p in paths}
+
+
+def test_every_printed_line_goes_through_the_sanitiser() -> None:
+    found = [raw for module, text in printing_modules().items() for raw in raw_writes(module, text)]
+    assert found == []
+
+
+def test_each_raw_write_is_still_there() -> None:
+    # An exemption whose function is gone (renamed, moved) would quietly cover a new one.
+    for module, function in RAW_WRITES:
+        text = printing_modules()[module]
+        assert function in _qualified_functions(ast.parse(text)), (module, function)
+
+
+_IMPORT = "from harness.record.visible import line, lines\n"
+
+
+@pytest.mark.parametrize(
+    ("text", "raw"),
+    [
+        # the ship step's output, as `harness ship` printed it before issue 27
+        ("out.write(f'the ship step failed: {cell.gate_detail}\\n')", True),
+        (_IMPORT + "out.write(lines(f'the ship step failed: {cell.gate_detail}'))", False),
+        ("def line(t):\n    return t\nout.write(line(detail))", True),  # not the sanitiser
+        (_IMPORT + "out.write(line(f'{a}') + f'{b}\\n')", True),
+        (
+            "def _text(f):\n    return f'{f.finding}\\n'\nout.writelines(_text(f) for f in found)",
+            True,
+        ),
+        (
+            _IMPORT
+            + "def _text(f):\n    return line(f.finding)\nout.writelines(_text(f) for f in x)",
+            False,
+        ),
+        ("err.write(message)", True),
+        ("print(row)", True),
+        ("click.echo(row)", True),
+        ("out.write(json.dumps(rows, ensure_ascii=False))", True),
+        ("out.write(json.dumps(rows, indent=2) + '\\n')", False),
+        ("out.write('wrote the workflow\\n')", False),
+    ],
+)
+def test_a_write_without_the_sanitiser_is_named(text: str, raw: bool) -> None:
+    assert bool(raw_writes("harness.commands.extra", text)) is raw

@@ -12,6 +12,7 @@ from harness.commands.check import _config, _owners, stored_goal_bytes
 from harness.errors import InvalidInput
 from harness.model.goal import parse_goal
 from harness.model.goalid import check_goal_id
+from harness.record.visible import line
 from harness.store.gitrepo import Repo
 from harness.trust.approvals import append_record
 from harness.trust.owners import principals_for_key
@@ -61,11 +62,16 @@ def approve(cwd: Path, goal_id: str, key: Path, env: Mapping[str, str], out: Tex
             f"{key}: this key is not listed in .harness/owners (expected an owner's ssh-ed25519 key)"
         )
     append_record(root / "goals" / f"{goal_id}.approval", statement, armored)
-    out.writelines(f"note: {note}\n" for note in notes)
+    out.writelines(line(f"note: {note}") for note in notes)
     out.write(
-        f"approved goals/{goal_id}.yaml (sha256 {statement.sha256[:12]}) as {', '.join(signer)}\n"
+        line(
+            f"approved goals/{goal_id}.yaml (sha256 {statement.sha256[:12]}) as {', '.join(signer)}"
+        )
     )
     out.write(
-        f"next: git add goals/{goal_id}.yaml goals/{goal_id}.approval && git commit -m 'approve {goal_id}'\n"
+        line(
+            f"next: git add goals/{goal_id}.yaml goals/{goal_id}.approval"
+            f" && git commit -m 'approve {goal_id}'"
+        )
     )
     return 0

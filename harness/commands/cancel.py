@@ -15,6 +15,7 @@ from harness.loop.clock import SystemClock
 from harness.loop.recorder import Recorder
 from harness.record.events import TERMINAL
 from harness.record.hydrate import GoalPaths, committed_view, load
+from harness.record.visible import line
 from harness.store.lock import GoalLock
 from harness.store.worktree import open_worktree
 from harness.trust.secret import Secret
@@ -55,11 +56,11 @@ def _cancel(session: Session[Secret], goal_id: str, env: Mapping[str, str], out:
         paths = GoalPaths(wt.path, goal_id)
         loaded = load(paths, secret.goal_key(goal_id), committed_view(paths), repair=True)
         if loaded.cell.status in TERMINAL:
-            out.write(f"{goal_id} is already {loaded.cell.status}\n")
+            out.write(line(f"{goal_id} is already {loaded.cell.status}"))
             return 0
         key = secret.goal_key(goal_id)
         runner = Recorder(goal_id, key, wt, paths, loaded, SystemClock(), lambda line: None)
         runner.emit("goal.cancelled", None, loaded.cell.iteration, {"by": env.get("USER", "")})
         runner.checkpoint("cancelled")
-    out.write(f"{goal_id} cancelled\n")
+    out.write(line(f"{goal_id} cancelled"))
     return 0

@@ -21,6 +21,7 @@ from harness.model.config import Config, parse_config
 from harness.model.goal import Goal, parse_goal
 from harness.model.goalid import MAX_GOAL_FILE_BYTES, check_goal_id, goal_source, stray_goal_note
 from harness.model.wording import show_value
+from harness.record.visible import line
 from harness.store.gitrepo import Repo, stored_bytes
 from harness.trust.approvals import find_run_approval, parse_approval_file
 from harness.trust.owners import Owner, parse_owners
@@ -46,11 +47,11 @@ def check(cwd: Path, goal_ids: list[str], out: TextIO, as_json: bool = False) ->
         out.write(json.dumps(document | {"problems": listed, "notes": notes}, indent=2) + "\n")
         return code
     for problem in problems:
-        out.write(f"{problem}\n")
+        out.write(line(problem))
     for note in notes:
-        out.write(f"note: {note}\n")
+        out.write(line(f"note: {note}"))
     if not problems:
-        out.write(f"ok: {len(ids)} goal(s), {len(owners or ())} owner key(s)\n")
+        out.write(line(f"ok: {len(ids)} goal(s), {len(owners or ())} owner key(s)"))
     return code
 
 

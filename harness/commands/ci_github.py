@@ -12,6 +12,7 @@ from typing import TextIO
 
 from harness.commands.ci import branch_prefix
 from harness.errors import InvalidInput
+from harness.record.visible import line
 from harness.store.fsutil import atomic_write
 from harness.store.gitrepo import Repo
 
@@ -46,7 +47,7 @@ def ci_github(
     else:
         text = github_workflow(prefix, cron, spec)
     atomic_write(target, text.encode())
-    out.write(f"wrote {WORKFLOW_PATH}\n")
+    out.write(line(f"wrote {WORKFLOW_PATH}"))
     out.write(
         "next: add the repository secret HARNESS_SECRET (a value from "
         "`harness secret new --print`), then commit the workflow\n"

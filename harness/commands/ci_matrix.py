@@ -172,9 +172,14 @@ jobs:
           } >> "$GITHUB_STEP_SUMMARY"
           harness status --json | python -c '
           import json, sys
+          def data(value):  # a workflow command: GitHub decodes %25, %0D and %0A in its message
+              return str(value).replace("%", "%25").replace("\\r", "%0D").replace("\\n", "%0A")
+          def prop(value):  # and in a property, which a comma or a colon would end
+              return data(value).replace(":", "%3A").replace(",", "%2C")
           for r in json.load(sys.stdin):
               if r["status"] in ("parked_at_eyes", "needs_attention"):
-                  print("::warning title=goal %s::%s at gate %s" % (r["id"], r["status"], r["gate"]))
+                  shown = (prop(r["id"]), data(r["status"]), data(r["gate"]))
+                  print("::warning title=goal %s::%s at gate %s" % shown)
           '
           code=0
           harness status --check >/dev/null || code=$?

@@ -26,6 +26,7 @@ from harness.loop.context import RunContext
 from harness.loop.control import OWNERS_PATH, Control
 from harness.record.cell import Cell, parse_cell, peek_cell
 from harness.record.events import WAITING
+from harness.record.visible import line, lines
 from harness.store.gitrepo import Repo
 from harness.store.lock import GoalLock
 from harness.store.remote import runner_id
@@ -128,16 +129,18 @@ def _sign_decision(
         )
     path = repo.root / "goals" / f"{goal_id}.approval"
     append_record(path, statement, armored)
+    unverified = "" if secret is not None else f" (state read unverified: {UNVERIFIED})"
     out.write(
-        f"signed `{decision}` for {goal_id} at commit {cell.gate_commit}, "
-        f"ledger {cell.position.seq} as {', '.join(signers)}"
-        f"{'' if secret is not None else f' (state read unverified: {UNVERIFIED})'}\n"
+        line(
+            f"signed `{decision}` for {goal_id} at commit {cell.gate_commit}, "
+            f"ledger {cell.position.seq} as {', '.join(signers)}{unverified}"
+        )
     )
     if push is not None:  # the runner that follows the remote acts on it, not this clone
         commit_decision(repo, control, push, path, goal_id, decision, out)
         return 0
     if secret is None or not (repo.worktree_path(goal_id) / ".git").exists():
-        out.write(f"next: commit goals/{goal_id}.approval; the next `harness run` acts on it\n")
+        out.write(line(f"next: commit goals/{goal_id}.approval; the next `harness run` acts on it"))
         return 0
     record = load_approval_file(path, str(path))[-1]
     return act_now(repo, control, secret, goal_id, record, env, out)
@@ -154,8 +157,8 @@ def act_now(
 ) -> int:
     from harness.loop.advance import advance_goal
 
-    def print_line(line: str) -> None:
-        out.write(line)
+    def print_line(text: str) -> None:  # an event line, made by render.text_line
+        out.write(text)
         out.flush()
 
     ctx = RunContext(control, secret, SystemClock(), print_line, env, runner=runner_id(repo))
@@ -164,10 +167,9 @@ def act_now(
         cell = advance_goal(repo, ctx, goal_id, extra=(record,))
         _tell(repo, control, goal_id, before, cell, env)
     if record.statement.decision == "ship" and cell.gate == "ship_failed":
-        out.write(
-            f"the ship step failed: {cell.gate_detail or ''}\n"
-            f"next: fix the cause, then `harness ship {goal_id} --key …` runs it again\n"
-        )
+        # The detail ends with the step's own output, lines of it: each one continued.
+        out.write(lines(f"the ship step failed: {cell.gate_detail or ''}"))
+        out.write(line(f"next: fix the cause, then `harness ship {goal_id} --key …` runs it again"))
         return SHIP_FAILED_EXIT
     return 0
 

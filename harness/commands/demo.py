@@ -14,6 +14,7 @@ import tempfile
 from pathlib import Path
 from typing import TextIO
 
+from harness.record.visible import block, line
 from harness.store.gitrepo import run_git
 
 # A documented demo value, never a real secret (docs/specs/demo.md).
@@ -157,7 +158,9 @@ def demo(directory: Path | None, out: TextIO) -> int:
 
         raise InvalidInput(f"--dir: {base} is not empty (expected a new or empty folder)")
     repo, key_path = build_repo(base)
-    out.write(f"demo repository: {repo}\nowner key: {key_path}\n\n== harness run\n")
+    out.write(
+        line(f"demo repository: {repo}") + line(f"owner key: {key_path}") + "\n== harness run\n"
+    )
     out.flush()
     from harness.commands.run import run
 
@@ -165,7 +168,7 @@ def demo(directory: Path | None, out: TextIO) -> int:
     env.pop("HARNESS_SECRET_FILE", None)
     code = run(repo, [], None, None, env, out=out, err=out)
     report = repo / ".harness" / "worktrees" / GOAL_ID / "ledger" / GOAL_ID / "report.md"
-    out.write(f"\n== report.md (on branch harness/{GOAL_ID})\n\n{report.read_text()}\n")
+    out.write(block(f"\n== report.md (on branch harness/{GOAL_ID})\n\n{report.read_text()}\n"))
     out.write(_next_steps(repo, key_path))
     return code
 
@@ -176,7 +179,7 @@ def _next_steps(repo: Path, key_path: Path) -> str:
     from harness.commands.ci import harness_command
 
     harness = shlex.join(harness_command())
-    return f"""== what a human types next
+    return block(f"""== what a human types next
 cd {shlex.quote(str(repo))}
 export HARNESS_SECRET={DEMO_SECRET}
 {harness} status                      # parked_at_eyes, gate ship
@@ -184,4 +187,4 @@ export HARNESS_SECRET={DEMO_SECRET}
 {harness} verify                      # chain, MACs, cell and approval
 git -C .harness/worktrees/{GOAL_ID} diff main -- calc.py   # read what the agent changed
 {harness} ship {GOAL_ID} --key {shlex.quote(str(key_path))}   # sign the ship decision; only then does ship.py run
-"""
+""")

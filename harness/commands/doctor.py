@@ -26,7 +26,7 @@ from harness.errors import HarnessError, InvalidInput, TrustFailure
 from harness.loop.agents_support import SUPPORTED, AgentCli, probe
 from harness.loop.control import CONFIG_PATH, OWNERS_PATH, Control, open_control
 from harness.model.config import Config, parse_config
-from harness.record.visible import one_line
+from harness.record.visible import line
 from harness.store.gitrepo import Repo, run_git
 from harness.store.lock import lock_holder
 from harness.store.objects import read_blobs
@@ -74,7 +74,7 @@ def doctor(cwd: Path, env: Mapping[str, str], out: TextIO, as_json: bool) -> int
     else:
         out.writelines(_text(f) for f in findings)
         counts = {s: sum(f.status == s for f in findings) for s in (OK, WARN, FAIL)}
-        out.write(f"doctor: {counts[OK]} ok, {counts[WARN]} warn, {counts[FAIL]} fail\n")
+        out.write(line(f"doctor: {counts[OK]} ok, {counts[WARN]} warn, {counts[FAIL]} fail"))
     return exit_code(findings)
 
 
@@ -86,8 +86,8 @@ def exit_code(findings: list[Finding]) -> int:
 
 
 def _text(f: Finding) -> str:
-    fix = f"  fix: {one_line(f.fix)}\n" if f.fix and f.status != OK else ""
-    return f"{f.status} {f.check}: {one_line(f.finding)}\n{fix}"
+    fix = f.fix and f.status != OK
+    return line(f"{f.status} {f.check}: {f.finding}") + (line(f"  fix: {f.fix}") if fix else "")
 
 
 def _fail(check: str, finding: str, fix: str, trust: bool = False) -> Finding:

@@ -7,6 +7,7 @@ from typing import TextIO
 
 from harness.errors import InvalidInput
 from harness.loop.control import CONFIG_PATH, OWNERS_PATH
+from harness.record.visible import line
 from harness.store.gitrepo import Repo
 from harness.trust.sshwire import parse_public_key, public_key_line
 
@@ -73,19 +74,19 @@ def _owner_line(owner: str, key: str) -> str:
 
 def _write_new(path: Path, text: str, out: TextIO) -> None:
     if path.exists():
-        out.write(f"kept {path.name if path.name == '.gitkeep' else path}\n")
+        out.write(line(f"kept {path.name if path.name == '.gitkeep' else path}"))
         return
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
-    out.write(f"wrote {path}\n")
+    out.write(line(f"wrote {path}"))
 
 
-def _add_owner(path: Path, line: str, out: TextIO) -> None:
+def _add_owner(path: Path, owner_line: str, out: TextIO) -> None:
     text = path.read_text()
-    if line in text.splitlines(keepends=True):
+    if owner_line in text.splitlines(keepends=True):
         return
-    path.write_text(text + ("" if text.endswith("\n") or not text else "\n") + line)
-    out.write(f"added owner {line.split()[0]} to {path}\n")
+    path.write_text(text + ("" if text.endswith("\n") or not text else "\n") + owner_line)
+    out.write(line(f"added owner {owner_line.split()[0]} to {path}"))
 
 
 def _ensure_ignored(path: Path, out: TextIO) -> None:
@@ -93,4 +94,4 @@ def _ensure_ignored(path: Path, out: TextIO) -> None:
     if IGNORE_LINE in text.splitlines():
         return
     path.write_text(text + ("" if text.endswith("\n") or not text else "\n") + IGNORE_LINE + "\n")
-    out.write(f"added {IGNORE_LINE} to {path}\n")
+    out.write(line(f"added {IGNORE_LINE} to {path}"))

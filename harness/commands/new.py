@@ -9,6 +9,7 @@ from harness.errors import InvalidInput, invalid
 from harness.loop.control import OWNERS_PATH
 from harness.model.goalid import GOAL_ID_EXPECTED, GOAL_ID_RE, check_goal_id
 from harness.model.wording import show_value
+from harness.record.visible import line
 from harness.store.gitrepo import Repo
 from harness.trust.owners import parse_owners
 
@@ -140,7 +141,10 @@ def new(
     )
     path.write_text(text)
     out.write(
-        f"wrote goals/{goal_id}.yaml: edit it, commit it, then `harness approve {goal_id} --key KEY`\n"
+        line(
+            f"wrote goals/{goal_id}.yaml: edit it, commit it, then"
+            f" `harness approve {goal_id} --key KEY`"
+        )
     )
     return 0
 
@@ -162,7 +166,9 @@ def new_lesson(cwd: Path, name: str, out: TextIO) -> int:
         LESSON_TEMPLATE.format(keyword=name.replace("-", " "), stem=name.replace("-", "_"))
     )
     out.write(
-        f"wrote {lesson_source(name)}: edit `when` and `text`, `harness check`, then commit it\n"
+        line(
+            f"wrote {lesson_source(name)}: edit `when` and `text`, `harness check`, then commit it"
+        )
     )
     return 0
 

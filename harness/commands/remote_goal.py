@@ -18,6 +18,7 @@ from harness.errors import InvalidInput
 from harness.loop.control import Control
 from harness.record.ledger import Ledger
 from harness.record.unverified import UNVERIFIED, UnverifiedLedger
+from harness.record.visible import line
 from harness.store.gitrepo import Repo, run_git
 from harness.trust.secret import ENV_SECRET, ENV_SECRET_FILE, Secret, default_secret_file
 
@@ -48,7 +49,7 @@ def reading_ledger(events: Path, goal_id: str, secret: Secret | None, err: TextI
     """The goal's ledger, MACs checked with the secret; without one, read unverified and
     marked so on `err` (stdout stays exactly what the command prints)."""
     if secret is None:
-        err.write(f"harness: {goal_id}: unverified: {UNVERIFIED}\n")
+        err.write(line(f"harness: {goal_id}: unverified: {UNVERIFIED}"))
         return UnverifiedLedger(events, goal_id)
     return Ledger(events, goal_id, secret.goal_key(goal_id))
 
@@ -117,6 +118,8 @@ def commit_decision(
     commit = commit_and_push(repo, remote, control.ref, path, message)
     branch = control.ref.removeprefix("refs/heads/")
     out.write(
-        f"committed goals/{goal_id}.approval ({commit[:12]}) and pushed {branch} to {remote}; "
-        f"the next `harness run --push {remote}` acts on it\n"
+        line(
+            f"committed goals/{goal_id}.approval ({commit[:12]}) and pushed {branch} to {remote}; "
+            f"the next `harness run --push {remote}` acts on it"
+        )
     )

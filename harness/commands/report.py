@@ -19,6 +19,7 @@ from harness.record.ledger import Ledger
 from harness.record.locate import locate
 from harness.record.report.index import GoalRow, failed_row, goal_row, render_index
 from harness.record.report.page import collect, render_collected
+from harness.record.visible import line
 from harness.store.fsutil import atomic_write
 
 NOTE = "verified: every event's chain link and MAC checked while rendering"
@@ -56,7 +57,7 @@ def report(
             rows.append(goal_row(page, goal_id, f"{goal_id}.html"))
         atomic_write(out_dir / "index.html", render_index(rows, NOTE))
     failed = [row for row in rows if row.problem]
-    out.write(f"wrote {out_dir / 'index.html'}: {len(rows)} goal(s)\n")
+    out.write(line(f"wrote {out_dir / 'index.html'}: {len(rows)} goal(s)"))
     for row in failed:
-        out.write(f"FAIL {row.goal_id}: {row.problem}\n")
+        out.write(line(f"FAIL {row.goal_id}: {row.problem}"))
     return TrustFailure.exit_code if failed else 0

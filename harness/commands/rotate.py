@@ -20,6 +20,7 @@ from harness.commands.session import open_session
 from harness.errors import InvalidInput, TrustFailure
 from harness.loop.control import OWNERS_PATH
 from harness.record.events import TERMINAL, WAITING
+from harness.record.visible import line
 from harness.store.gitrepo import stored_bytes
 from harness.trust.approvals import append_record, load_approval_file
 from harness.trust.owners import principals_for_key
@@ -68,13 +69,17 @@ def rotate_owners(cwd: Path, goal_id: str, key: Path, env: Mapping[str, str], ou
             else ""
         )
         out.write(
-            f"signed `rotate-owners {new_sha[:12]}` for {goal_id} as {', '.join(signers)}{stale}\n"
+            line(
+                f"signed `rotate-owners {new_sha[:12]}` for {goal_id} as {', '.join(signers)}{stale}"
+            )
         )
         on_control = new_sha == control.owners_sha256
         if secret is None or not on_control or not (repo.worktree_path(goal_id) / ".git").exists():
             out.write(
-                f"next: commit {OWNERS_PATH} and goals/{goal_id}.approval; the next"
-                " `harness run` records the rotation\n"
+                line(
+                    f"next: commit {OWNERS_PATH} and goals/{goal_id}.approval; the next"
+                    " `harness run` records the rotation"
+                )
             )
             return 0
         record = load_approval_file(approval, str(approval))[-1]

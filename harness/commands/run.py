@@ -25,7 +25,7 @@ from harness.model.goalid import GOAL_ID_EXPECTED, goal_source
 from harness.model.wording import show_value
 from harness.record.cell import Cell, parse_cell
 from harness.record.events import TERMINAL, WAITING
-from harness.record.visible import block, one_line
+from harness.record.visible import block, line
 from harness.store.gitrepo import GitError, Repo
 from harness.store.lock import GoalLock
 from harness.trust.approvals import NotApproved
@@ -99,7 +99,7 @@ def _run(
     misnamed = [] if goal_ids else control.misnamed_goal_files()
     notes = [] if goal_ids else nothing_notes(control, bool(ids or misnamed), "run")
     if not as_json:
-        err.writelines(f"harness: note: {note}\n" for note in notes)
+        err.writelines(line(f"harness: note: {note}") for note in notes)
     outcomes = [_misnamed(stem, err, quiet=as_json) for stem in misnamed]
     if jobs > 1 and len(ids) > 1 and not as_json:
         options = [*(["--max-steps", str(max_steps)] if max_steps else [])]
@@ -110,10 +110,10 @@ def _run(
         return _overall([*(o["exit_code"] for o in outcomes), *codes])
     lines: list[str] = []
 
-    def print_line(line: str) -> None:
-        lines.append(line)
+    def print_line(text: str) -> None:  # an event line, made by render.text_line
+        lines.append(text)
         if not as_json:
-            out.write(line)
+            out.write(text)
             out.flush()
 
     @functools.cache
@@ -187,7 +187,7 @@ def _report(
     code = _overall([o["exit_code"] for o in outcomes])
     idle = _nothing_ran(outcomes) if not printed and not as_json else None
     if idle is not None:
-        err.write(f"harness: {idle}\n")
+        err.write(line(f"harness: {idle}"))
     if as_json:
         out.write(json.dumps({"exit_code": code, "goals": outcomes}, indent=2) + "\n")
     return code
@@ -280,7 +280,7 @@ def _misnamed(stem: str, err: TextIO, quiet: bool) -> dict[str, Any]:
     """A `goals/*.yaml` file whose name is not a goal id: reported, never run or locked."""
     exc = invalid(goal_source(stem), "", "the file name is not a goal id", GOAL_ID_EXPECTED)
     if not quiet:
-        err.write(f"harness: {show_value(stem)}: error: {one_line(exc)}\n")
+        err.write(line(f"harness: {show_value(stem)}: error: {exc}"))
     return {
         "id": stem,
         "result": "error",
@@ -308,13 +308,13 @@ def _run_one(
             else "error"
         )
         if not quiet:
-            err.write(f"harness: {goal_id}: {label}: {one_line(exc)}\n")
+            err.write(line(f"harness: {goal_id}: {label}: {exc}"))
         return {"id": goal_id, "result": label, "exit_code": exc.exit_code, "message": str(exc)}
     waiting = cell.unavailable if cell.status == "running" and cell.unavailable else None
     if waiting is not None and waiting.retry_at is not None and not quiet:
         from harness.record.render import unavailable_text  # the renderer, only when shown
 
-        err.write(f"harness: {goal_id}: waiting: {unavailable_text(waiting)}\n")
+        err.write(line(f"harness: {goal_id}: waiting: {unavailable_text(waiting)}"))
     due = cell.next_run_due()  # a recurring goal's; no key for a one-shot goal
     return {
         "id": goal_id,
@@ -329,7 +329,7 @@ def _waits_for_approval(goal_id: str, exc: NotApproved, err: TextIO, quiet: bool
     """Not approved yet (or edited since): a normal state, not a failure. Nothing was run or
     written for the goal; the others go on and the run exits 0 (cli.md)."""
     if not quiet:
-        err.write(f"harness: {goal_id}: waiting for approval: {one_line(exc)}\n")
+        err.write(line(f"harness: {goal_id}: waiting for approval: {exc}"))
     return {"id": goal_id, "result": "waiting_for_approval", "exit_code": 0, "message": str(exc)}
 
 
@@ -489,8 +489,8 @@ def _requests(fd: int) -> Iterator[tuple[str, socket.socket]]:
     import socket  # a worker's only: a plain run does not pay its import
 
     with socket.socket(fileno=fd) as sock, sock.makefile("rb") as lines:
-        for line in lines:
-            yield line.decode("utf-8", "surrogateescape").rstrip("\n"), sock
+        for request in lines:
+            yield request.decode("utf-8", "surrogateescape").rstrip("\n"), sock
 
 
 def serve(
@@ -509,7 +509,7 @@ def serve(
         try:
             code = run(cwd, [goal_id], max_steps, push, env, out, err)
         except HarnessError as exc:
-            err.write(f"harness: {one_line(exc)}\n")
+            err.write(line(f"harness: {exc}"))
             code = exc.exit_code
         out.flush()
         err.flush()

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TextIO
 
 from harness.errors import InvalidInput
+from harness.record.visible import line
 from harness.store.gitrepo import Repo
 from harness.trust.secret import default_secret_file, new_secret_text, write_secret_file
 
@@ -19,7 +20,7 @@ def secret_new(
             raise InvalidInput(
                 "--print and --file: choose one (print for a CI secret store, or a file)"
             )
-        out.write(new_secret_text() + "\n")
+        out.write(line(new_secret_text()))
         return 0
     try:
         root: Path | None = Repo.discover(cwd).root
@@ -27,7 +28,7 @@ def secret_new(
         root = None
     target = (file or default_secret_file(env)).expanduser().absolute()
     write_secret_file(target, root)
-    out.write(f"wrote a new secret to {target} (mode 0600)\n")
+    out.write(line(f"wrote a new secret to {target} (mode 0600)"))
     if file is not None:
-        out.write(f"use it with: export HARNESS_SECRET_FILE={target}\n")
+        out.write(line(f"use it with: export HARNESS_SECRET_FILE={target}"))
     return 0

@@ -21,7 +21,7 @@ from harness.record.cell import Cell, Unavailable, parse_cell, peek_cell, rule_c
 from harness.record.events import TERMINAL, WAITING
 from harness.record.render import unavailable_text
 from harness.record.stale import is_stale, stale_after
-from harness.record.visible import one_line
+from harness.record.visible import line
 from harness.store.gitrepo import Repo
 from harness.store.lock import GoalLock
 from harness.store.objects import branch_heads, read_blobs
@@ -60,12 +60,12 @@ def status(
         if check and opened.control.config.notify is not None:  # what monitors call
             _tell_stale(opened.repo, opened.control, cells, rows, env, err)
     if uncontained is not None:  # on stderr: stdout stays one line (or one object) per goal
-        err.write(f"harness: {uncontained}\n")
-    err.writelines(f"harness: note: {note}\n" for note in notes)
+        err.write(line(f"harness: {uncontained}"))
+    err.writelines(line(f"harness: note: {note}") for note in notes)
     if as_json:
         out.write(json.dumps(rows, indent=2, sort_keys=True) + "\n")
     else:
-        out.writelines(one_line(_line(row)) + "\n" for row in rows)
+        out.writelines(line(_line(row)) for row in rows)
     return _check_code(rows) if check else 0
 
 
@@ -243,46 +243,46 @@ def _waits_for_approval(control: Control, goal_id: str, cell: Cell) -> bool:
 def _line(row: Mapping[str, Any]) -> str:
     used, limit = row["budget_used"], row["budget_limit"]
     budget = " ".join(f"{k}={_num(used[k])}/{_num(limit[k])}" for k in BUDGET_KEYS)
-    line = (
+    shown = (
         f"{row['id']} {row['status']} step={row['step'] or '-'} iteration={row['iteration']} "
         f"failing={row['failing_test'] or '-'} budget: {budget} gate={row['gate'] or '-'}"
     )
     elsewhere = row.get("elsewhere")
     if elsewhere:
-        line += (
+        shown += (
             f" elsewhere: {elsewhere['step']} by {elsewhere['runner']} (lease until "
             f"{elsewhere['lease_until']}), as last fetched: `git fetch` to see newer"
         )
     if row["gate"] == "ship_failed" and row.get("gate_detail"):
         # What a failed ship printed, on the same line: the owner fixes it and ships again.
-        line += " " + " | ".join(row["gate_detail"].split("\n")[-3:])
+        shown += " " + " | ".join(row["gate_detail"].split("\n")[-3:])
     warned = row.get("warned")
     if warned:
         more = f", +{len(warned) - 1} more" if len(warned) > 1 else ""
-        line += f" warned={len(warned)} ({warned[0]}{more}; enforce: warn, not a gate)"
+        shown += f" warned={len(warned)} ({warned[0]}{more}; enforce: warn, not a gate)"
     if row.get("stale"):
-        line += (
+        shown += (
             f" stale (nothing advanced it since {row['advanced_at']}, longer than "
             f"halt.stale_after {_num(row['stale_after_s'])}s: is its runner still scheduled?)"
         )
     if "run" in row:
-        line += f" run={row['run']} next_run_due={row['next_run_due']}"
+        shown += f" run={row['run']} next_run_due={row['next_run_due']}"
         caps, used = row["lifetime_limit"], row["lifetime_used"] or {}
         if caps:
-            line += " lifetime: " + " ".join(f"{k}={_num(used[k])}/{_num(caps[k])}" for k in caps)
+            shown += " lifetime: " + " ".join(f"{k}={_num(used[k])}/{_num(caps[k])}" for k in caps)
     if row.get("waiting_for_approval"):
-        line += f" waiting for approval (run `harness approve {row['id']} --key KEY`)"
+        shown += f" waiting for approval (run `harness approve {row['id']} --key KEY`)"
     if row.get("verified") is False:
-        line += f" (unverified: {UNVERIFIED})"
+        shown += f" (unverified: {UNVERIFIED})"
     unavailable = row.get("unavailable")
     if unavailable:
-        line = f"{line} {unavailable_text(Unavailable(**unavailable))}"
+        shown = f"{shown} {unavailable_text(Unavailable(**unavailable))}"
     if row.get("owners_changed"):
-        line += (
+        shown += (
             " blocked=owners_changed (.harness/owners changed since it started: "
             f"`harness rotate-owners {row['id']} --key K` with a key it started under)"
         )
-    return line
+    return shown
 
 
 def _num(value: float) -> str:

@@ -15,6 +15,7 @@ from harness.model.goalid import GOAL_ID_RE
 from harness.record.hydrate import SAFE_ADVICE, load
 from harness.record.ledger import LedgerBroken
 from harness.record.locate import Located, locate
+from harness.record.visible import line
 from harness.store.gitrepo import Repo
 from harness.store.objects import ObjectCheck, Unreadable, branch_heads
 from harness.trust.approvals import find_run_approval
@@ -33,12 +34,12 @@ def verify(
         ids = goal_ids or goals_with_records(s.repo, s.control)
         notes = [] if goal_ids else nothing_notes(s.control, bool(ids), "records")
         results = [_result(s.repo, s.control, s.secret, goal_id) for goal_id in ids]
-    err.writelines(f"harness: note: {note}\n" for note in notes)
+    err.writelines(line(f"harness: note: {note}") for note in notes)
     worst = max((r.get("exit_code", 0) for r in results), default=0)
     if as_json:
         out.write(json.dumps({"ok": worst == 0, "goals": results}, indent=2) + "\n")
     else:
-        out.writelines(_line(r) + "\n" for r in results)
+        out.writelines(line(_line(r)) for r in results)
     return int(worst)
 
 

@@ -25,6 +25,7 @@ from harness.loop.steps import child_env
 from harness.model.config import Config, Notify
 from harness.record.cell import Cell, peek_cell
 from harness.record.stale import stale_after
+from harness.record.visible import line, one_line
 from harness.store.fsutil import atomic_write, read_no_follow
 from harness.store.gitrepo import Repo
 
@@ -125,7 +126,7 @@ def _document(repo: Repo, goal_id: str, before: Seen, after: Cell) -> dict[str, 
         "ledger_seq": after.position.seq,
         "repository": repo.root.name,
         # Slack, Mattermost and Discord-compatible hooks show `text` as it is.
-        "text": f"goal-harness: {goal_id} is {after.status}{gate} ({repo.root.name})",
+        "text": one_line(f"goal-harness: {goal_id} is {after.status}{gate} ({repo.root.name})"),
     }
 
 
@@ -142,7 +143,7 @@ def _stale_document(repo: Repo, cell: Cell) -> dict[str, object]:
         "repository": repo.root.name,
         "advanced_at": cell.advanced_at,
         "stale_after_s": after,
-        "text": (
+        "text": one_line(
             f"goal-harness: {cell.goal} is stale: nothing advanced it since "
             f"{cell.advanced_at}, longer than halt.stale_after {after}s ({repo.root.name})"
         ),
@@ -192,12 +193,12 @@ def _command(
 
 
 def _record(repo: Repo, goal_id: str, status: object, failure: str, err: TextIO | None) -> None:
-    line = f"notify failed for {goal_id} ({status}): {failure}"
+    told = f"notify failed for {goal_id} ({status}): {failure}"
     if err is not None:
-        err.write(f"harness: {goal_id}: {line}\n")
+        err.write(line(f"harness: {goal_id}: {told}"))
     try:
         stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         with open(repo.harness_dir() / "notify.log", "a", encoding="utf-8") as log:
-            log.write(f"{stamp} {line}\n")
+            log.write(line(f"{stamp} {told}"))
     except OSError:
         pass  # the stderr line is the record then

@@ -88,6 +88,42 @@ def _uncontained(data: Mapping[str, Any]) -> str:
     return " (not contained: bwrap unavailable)" if data.get("sandbox") == "unavailable" else ""
 
 
+def containment(data: Mapping[str, Any]) -> str:
+    """How a step was contained, from its `step.started` data, in the reports' words."""
+    sandbox = data.get("sandbox")
+    network = "network off" if data.get("network") == "off" else "network shared"
+    if sandbox == "bwrap":
+        return f"contained (bwrap), {network}"
+    if sandbox == "off":
+        return f"not contained (sandbox: off), {network}"
+    if sandbox == "unavailable":
+        return f"not contained: bwrap unavailable, {network}"
+    if sandbox is None:  # before the field; a step could not lose its network then
+        return f"unknown (record older than the field), {network}"
+    return f"unknown (sandbox: {_clean(sandbox)}), {network}"
+
+
+class Containment:
+    """Every step's containment over the whole record, for the reports: how many steps of
+    each name ran each way, grouped by the words, in the order first seen. Bounded by the
+    names and ways, not by the ledger's length."""
+
+    def __init__(self) -> None:
+        self.ways: dict[str, dict[str, int]] = {}
+
+    def add(self, event: Event) -> None:
+        if event.type == "step.started":
+            steps = self.ways.setdefault(containment(event.data), {})
+            steps[_clean(event.step)] = steps.get(_clean(event.step), 0) + 1
+
+    def text(self) -> str:
+        """`build ×2, judge ×2: contained (bwrap), network shared; ship ×1: …`."""
+        return "; ".join(
+            ", ".join(f"{step} ×{count}" for step, count in steps.items()) + f": {way}"
+            for way, steps in self.ways.items()
+        )
+
+
 def _lesson_checked(event: Event) -> str:
     data = event.data
     verdict = "passed" if data["passed"] else "failed"
@@ -202,12 +238,14 @@ class MarkdownReport:
         self.count = 0
         self.evidence = IterationEvidence(goal_id)
         self.runs = Runs()
+        self.containment = Containment()
 
     def add(self, event: Event) -> None:
         self.tail.append(text_line(event))
         self.count += 1
         self.evidence.add(event)
         self.runs.add(event)
+        self.containment.add(event)
 
     def render(self, cell: Cell) -> str:
         rows = [
@@ -218,6 +256,7 @@ class MarkdownReport:
             ("iteration", str(cell.iteration)),
             ("failing test", cell.failing_test or "-"),
             *([("agent", unavailable_text(cell.unavailable))] if cell.unavailable else []),
+            ("containment", self.containment.text() or "no step yet"),
             ("budget used", _budget(cell)),
             *([("owner rules", rules_text(cell))] if cell.rule_counts else []),
             ("goal sha256", cell.goal_sha256 or "-"),

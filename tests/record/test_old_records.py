@@ -14,6 +14,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+from harness.commands.demo import DEMO_SECRET, GOAL_ID
+from harness.record.ledger import Ledger
+from harness.record.render import replay_chunks
+from harness.record.report.page import render_html
+from harness.trust.secret import Secret
 from tests.managed import SECRET, git
 
 RECORDS = Path(__file__).parents[1] / "data" / "records"
@@ -88,3 +93,15 @@ def test_the_earlier_release_s_record_is_refused_when_a_byte_of_it_changes(tmp_p
     git(root, "checkout", "-q", "main")
     checked = _harness(root, env, "verify")
     assert checked.returncode == 3, checked.stdout + checked.stderr
+
+
+def test_a_record_older_than_the_sandbox_field_reads_as_unknown() -> None:
+    """ledger/fix-calc-add was written before `step.started` carried `sandbox`: both
+    reports say so, not a guess (issue 27)."""
+    before = Path(__file__).resolve().parents[2] / "ledger" / GOAL_ID / "events"
+    key = Secret(DEMO_SECRET.encode()).goal_key(GOAL_ID)
+    old = "unknown (record older than the field), network shared"
+    report = b"".join(replay_chunks(Ledger(before, GOAL_ID, key).records(), GOAL_ID, "md"))
+    assert f"| containment | build ×2, judge ×2: {old} |\n".encode() in report
+    page = render_html(Ledger(before, GOAL_ID, key).records(), GOAL_ID, "verified").decode()
+    assert page.count(old) == 4 + 1  # each step's row and the header

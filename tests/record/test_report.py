@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import tracemalloc
 from collections.abc import Iterator
+from dataclasses import replace
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -424,6 +425,46 @@ def test_same_ledger_gives_the_same_bytes(story: Story) -> None:
     first = render_html(story.records(), GOAL, NOTE)
     assert render_html(story.records(), GOAL, NOTE) == first
     assert render_html(list(story.records()), GOAL, NOTE) == first
+
+
+def _contained(records: Iterator[Record], data: dict[str, str]) -> list[Record]:
+    """The same records, each step's start recording `data` (its hash kept: the same page
+    but for what `data` changes)."""
+    return [
+        replace(r, event=replace(r.event, data={**r.event.data, **data}))
+        if r.event.type == "step.started"
+        else r
+        for r in records
+    ]
+
+
+def _html(records: list[Record]) -> str:
+    return render_html(records, GOAL, NOTE).decode()
+
+
+def test_each_step_names_its_containment(story: Story) -> None:
+    records = list(demo_shaped(story).records())
+    contained = _html(_contained(iter(records), {"sandbox": "bwrap"}))
+    bare = _html(_contained(iter(records), {"sandbox": "off"}))
+    words = ("contained (bwrap), network shared", "not contained (sandbox: off), network shared")
+    # One per step in the timeline, one in the header: nothing else differs.
+    assert contained.count(words[0]) == bare.count(words[1]) == 4 + 1
+    assert (
+        contained.replace(words[0], words[1]).replace(
+            'containment contained"', 'containment uncontained"'
+        )
+        == bare
+    )
+    assert Page(bare).text("containment") == f"build ×2, judge ×2: {words[1]}"
+    assert len(Page(bare).with_class("uncontained", "span")) == 4
+    assert len(Page(contained).with_class("uncontained", "span")) == 0
+
+
+def test_a_record_older_than_the_field_reads_unknown(story: Story) -> None:
+    page = Page(demo_shaped(story).html())
+    old = "unknown (record older than the field), network shared"
+    assert page.text("containment") == f"build ×2, judge ×2: {old}"
+    assert page.text("timeline").count(old) == 4
 
 
 # ---- long ledgers ---------------------------------------------------------------------------

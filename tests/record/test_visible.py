@@ -13,11 +13,19 @@ from harness.record.cell import Cell
 from harness.record.ledger import Event, Record
 from harness.record.render import MarkdownReport, json_event, text_line
 from harness.record.report.safe import esc
-from harness.record.visible import block, one_line
+from harness.record.visible import CONTINUED, block, line, lines, one_line
 
 # Every code point, surrogates included (a JSON ledger line can carry a lone one), with
 # the characters the issue names drawn often.
 HOSTILE = "\x1b\x9b\x85\u2028\u2029\u202e\u2066\u2069\u200f\u061c\n\r\t\x00\x07\x7f"
+# Where a line must not start, once GitHub has trimmed its spaces: a workflow command, or
+# a forged line of the harness's own (tests/e2e/test_sanitised_output.py prints this one).
+RAW_LINE_STARTS = ("::", "harness: g1: shipped ok")
+# Text built of the pieces a CI log acts on: `::` and `##[` anywhere, newlines, spaces.
+COMMANDS = st.lists(
+    st.sampled_from(["::", "##[", "#", "[", ":", " ", "\n", "harness: g1: shipped ok", "x"]),
+    max_size=12,
+).map("".join)
 TEXT = st.text(
     st.one_of(
         st.characters(min_codepoint=0, max_codepoint=0x10FFFF, exclude_categories=()),
@@ -90,3 +98,38 @@ def test_the_named_characters_are_shown_as_escapes() -> None:
     assert one_line("x\ng2 completed") == "x\\ng2 completed"
     assert block("line 1\nline\t2\r") == "line 1\nline\t2\\r"
     assert one_line("\U000e0001\ud800") == "\\U000e0001\\ud800"
+
+
+@given(st.one_of(TEXT, COMMANDS))
+def test_no_sanitised_text_holds_a_legacy_workflow_command(text: str) -> None:
+    for shown in (one_line(text), block(text), line(text), lines(text)):
+        assert "##[" not in shown
+
+
+@given(st.one_of(TEXT, COMMANDS))
+def test_a_line_is_one_line_that_starts_no_workflow_command(text: str) -> None:
+    shown = line(text)
+    assert shown.endswith("\n") and shown.count("\n") == 1
+    assert _visible_only(shown[:-1])
+    assert not shown.lstrip().startswith("::")
+
+
+@given(st.one_of(TEXT, COMMANDS))
+def test_a_message_over_lines_continues_each_line(text: str) -> None:
+    # A message starts with the harness's own words; what follows them may be anything.
+    shown = lines(f"the ship step failed: {text}").split("\n")
+    assert shown[-1] == ""  # every line ends with its newline
+    first, *rest = shown[:-1]
+    assert len(rest) == text.rstrip("\n").count("\n")
+    assert first.startswith("the ship step failed: ")
+    assert all(more.startswith(CONTINUED) and _visible_only(more) for more in rest)
+    assert not any(row.lstrip().startswith(RAW_LINE_STARTS) for row in shown)
+
+
+def test_workflow_commands_and_forged_lines_are_shown_inert() -> None:
+    assert one_line("see ##[error]x") == "see #\\x23[error]x"
+    assert line("::add-mask::x") == "\\x3a:add-mask::x\n"
+    assert line("  ::error::x") == "  \\x3a:error::x\n"
+    assert lines("failed: 1\nharness: g1: shipped ok\n::error::forged\n") == (
+        "failed: 1\n  | harness: g1: shipped ok\n  | ::error::forged\n"
+    )

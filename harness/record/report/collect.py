@@ -15,7 +15,7 @@ from harness.record.fold import apply
 from harness.record.ledger import Event, Record
 from harness.record.notes import IterationEvidence
 from harness.record.position import Position
-from harness.record.render import describe
+from harness.record.render import Containment, containment, describe
 from harness.record.report.cells import tone_of
 from harness.record.report.model import (
     HEAD_ENTRIES,
@@ -125,6 +125,7 @@ class Collector:
         self.open_gate: Gate | None = None
         self.evidence = IterationEvidence(goal_id)  # what a reviewer reads (record/notes.py)
         self.runs = Runs()  # a recurring goal's runs (record/runs.py)
+        self.containment = Containment()  # every step's, for the header
 
     def add(self, record: Record) -> None:
         event = record.event
@@ -139,6 +140,7 @@ class Collector:
         handler(self, event, before)
         self.evidence.add(event)
         self.runs.add(event)
+        self.containment.add(event)
 
     def row(self, iteration: int, row: Row) -> None:
         """Rows group by iteration in ledger order; a new number starts a new group."""
@@ -171,6 +173,7 @@ class Collector:
         row = StepRow(
             event.seq, event.ts, key[0], as_text(event.data.get("call_id")), key in self.cut_off
         )
+        row.containment = containment(event.data)
         self.cut_off.discard(key)
         self.open_steps[key] = row
         self.row(event.iteration, row)

@@ -121,6 +121,7 @@ class StepRow:
     step: str
     call_id: str
     rerun: bool
+    containment: str = ""  # render.containment's words; "" when the start is not on record
     outcome: Outcome | None = None
     cutoff: tuple[int, int] | None = None  # (seq of step.cutoff, paths it left changed)
 

@@ -84,6 +84,7 @@ def _header(page: Collector, goal_id: str, verify_note: str) -> str:
         _fact("gate", _gate_fact(cell)),
         _fact("next step", f"{esc(cell.step or 'none')} · iteration {cell.iteration:,}"),
         _fact("failing test", f'<code class="wrap">{esc(cell.failing_test or "-")}</code>'),
+        _fact("containment", f'<span id="containment">{esc(_containment(page))}</span>'),
         *([_fact("owner rules", _rules_fact(cell))] if cell.rule_counts else []),
         _fact("approved by", f'<span id="approvers">{esc(approvers or "-")}</span>'),
         _fact("goal sha256", f'<code class="wrap">{esc(cell.goal_sha256 or "-")}</code>'),
@@ -95,6 +96,10 @@ def _header(page: Collector, goal_id: str, verify_note: str) -> str:
         f'<p class="verify">{esc(verify_note)}</p>\n'
         f'<table class="facts">\n{"".join(facts)}</table>\n</header>\n'
     )
+
+
+def _containment(page: Collector) -> str:
+    return page.containment.text() or "no step yet"
 
 
 def _rules_fact(cell: Cell) -> str:

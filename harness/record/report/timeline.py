@@ -81,6 +81,14 @@ def _step_row(row: StepRow, cell: Cell) -> str:
     )
 
 
+def _containment(words: str) -> str:
+    """How the step was contained, last in its detail; anything but contained stands out."""
+    if not words:
+        return ""
+    kind = "contained" if words.startswith("contained") else "uncontained"
+    return f'<span class="containment {kind}">{esc(words)}</span>'
+
+
 def _result(row: StepRow, cell: Cell) -> str:
     if row.outcome is not None:
         return badge(row.outcome.label, row.outcome.tone)
@@ -122,7 +130,7 @@ def _detail(row: StepRow) -> str:
     if row.outcome is not None and row.outcome.detail:
         parts.append(row.outcome.detail)
     text = "\n".join(parts)
-    return f'<span class="text">{esc(text)}</span>'
+    return f'<span class="text">{esc(text)}</span>{_containment(row.containment)}'
 
 
 def _mark_row(row: MarkRow) -> str:
