@@ -22,13 +22,22 @@ from click.testing import CliRunner
 from harness.cli import cli
 from tests.attacks.cases import ATTACKS, Attack, Expect, approve_g3_with, decide, rotation_signed_by
 from tests.attacks.world import World, build_world
+from tests.tools import bwrap_problem, need_tool
 
 README = Path(__file__).with_name("README.md")
 
 
-@pytest.fixture(scope="module")
-def base(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
-    world = build_world(tmp_path_factory.mktemp("attack-world") / "base")
+# Every row runs with the steps bare and contained (`sandbox: required`, bubblewrap).
+SANDBOX = ["off", "required"]
+
+
+@pytest.fixture(scope="module", params=SANDBOX)
+def base(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[World]:
+    if request.param == "required" and bwrap_problem() is not None:
+        need_tool(str(bwrap_problem()))  # skipped here, failed under CI
+    world = build_world(tmp_path_factory.mktemp("attack-world") / "base", request.param)
     yield world
     shutil.rmtree(world.home.parent, ignore_errors=True)
 
@@ -67,12 +76,19 @@ def _recorded(rel: Path) -> bool:
 
 
 def snapshot(world: World) -> dict[str, bytes]:
-    """Every recorded byte below the world's folder, by path relative to it."""
-    return {
+    """Every recorded byte below the world's folder, by path relative to it; the counters
+    as `counters/…` wherever they are (World.live)."""
+    found = {
         str(path.relative_to(world.home)): path.read_bytes()
         for path in sorted(world.home.rglob("*"))
         if path.is_file() and _recorded(path.relative_to(world.home))
     }
+    if world.live is not None:
+        found = {k: v for k, v in found.items() if not k.startswith("counters/")}
+        for path in sorted(world.live.rglob("*")):
+            if path.is_file():
+                found[f"counters/{path.relative_to(world.live)}"] = path.read_bytes()
+    return found
 
 
 def changed(
@@ -116,6 +132,8 @@ def check_gate(world: World, goal_id: str, expect: Expect) -> None:
 
 @pytest.mark.parametrize("attack", [_param(a) for a in ATTACKS])
 def test_attack_is_refused_and_changes_nothing(attack: Attack, world: World) -> None:
+    if world.live is not None and attack.bare_only:
+        pytest.skip(f"bare only: {attack.bare_only}")
     attack.setup(world)
     before = snapshot(world)
     code, output = invoke(world, attack.command)

@@ -64,11 +64,18 @@ class Keys:
 
 @dataclass
 class World:
-    """One copy of the world: the repository, its counters and the keys."""
+    """One copy of the world: the repository, its counters and the keys.
+
+    `live`: with the sandbox on (`sandbox: required` in the world's config), a step can
+    write only what `sandbox_binds` shows, so the agent, judge and ship counters are kept
+    in one folder outside every copy, named in the config (`rw:`), which each copy in turn
+    takes over (the copies of one test process run one at a time). `home / "counters"`
+    then holds the base world's counters, from which each copy starts."""
 
     home: Path
     keys: Keys
     env: dict[str, str] = field(default_factory=dict)
+    live: Path | None = None
 
     @property
     def root(self) -> Path:
@@ -76,7 +83,7 @@ class World:
 
     @property
     def counters(self) -> Path:
-        return self.home / "counters"
+        return self.live if self.live is not None else self.home / "counters"
 
     @property
     def repo(self) -> ManagedRepo:
@@ -116,7 +123,11 @@ class World:
 
     def copy_to(self, home: Path) -> World:
         shutil.copytree(self.home, home, symlinks=True, copy_function=_link_objects)
-        copy = World(home, self.keys, self.env | {"TEST_COUNTER_DIR": str(home / "counters")})
+        copy = World(home, self.keys, self.env, self.live)
+        if self.live is not None:
+            shutil.rmtree(self.live)
+            shutil.copytree(home / "counters", self.live, symlinks=True)
+        copy.env = self.env | {"TEST_COUNTER_DIR": str(copy.counters)}
         for admin in (copy.root / ".git" / "worktrees").iterdir():
             _repoint(admin / "gitdir", self.root, copy.root)
             _repoint(copy.worktree(admin.name) / ".git", self.root, copy.root)
@@ -151,8 +162,9 @@ def make_keys(folder: Path) -> Keys:
 BASE_GITIGNORE = "__pycache__/\n/.harness/worktrees/\n*.local.sh\n"
 
 
-def build_world(home: Path) -> World:
-    """The base world of the module docstring, made through the real CLI."""
+def build_world(home: Path, sandbox: str = "off") -> World:
+    """The base world of the module docstring, made through the real CLI, its steps run
+    bare (`off`) or contained (`required`)."""
     keys = make_keys(home.parent / f"{home.name}-keys")
     goals = {g: attack_goal(g) for g in ("g2", "g3", "g4")}
     goals["g4"]["budget"] = {"max_iterations": 1}
@@ -160,14 +172,26 @@ def build_world(home: Path) -> World:
     # `*.local.sh`: an ignore rule the repository already has (agent-ignored-script).
     files = {BUILD_SCRIPT: ATTACK_AGENT, ".gitignore": BASE_GITIGNORE}
     files |= {f"goals/{g}.yaml": yaml.safe_dump(goal, sort_keys=False) for g, goal in goals.items()}
+    live = None
+    if sandbox != "off":
+        live = home.parent / f"{home.name}-counters"
+        binds = json.dumps([f"rw:{live}"])
+        files[".harness/config.yaml"] = f"sandbox: {sandbox}\nsandbox_binds: {binds}\n"
     repo = ManagedRepo.create(home / "repo", keys.owner, goal=attack_goal("g1"), files=files)
-    world = World(home, keys, repo.env)
+    if live is not None:
+        repo.counters.rename(live)
+        repo = ManagedRepo(
+            repo.root, repo.key, live, "g1", repo.env | {"TEST_COUNTER_DIR": str(live)}
+        )
+    world = World(home, keys, repo.env, live)
     for goal_id in ("g2", "g4"):
         repo.harness("approve", goal_id, "--key", str(keys.owner.private), check=0, timeout=30)
     world.commit_control("approve g2 and g4")
     repo.harness("run", "g1", "--max-steps", "2", check=0, timeout=30)
     repo.harness("run", "g2", "g4", check=0, timeout=30)
     git(world.root, "repack", "-a", "-d", "-q")  # fewer files for every case to copy
+    if live is not None:  # what every copy's counters start from
+        shutil.copytree(live, home / "counters", symlinks=True)
     return world
 
 
