@@ -9,7 +9,8 @@ decision's use (`crossing`), the check that branch and worktree are the harness'
 committing a goal's events (`recorder`), what a run hands the loop (`context`, `clock`),
 the step's prompt (`prompt`), budget arithmetic (`spend`), what a step must not change
 (`guards`), the terminal's live line (`progress`), running a step's command (`steps`),
-reading what an agent reports (`agents`), the agent CLIs it is tested with
+the files of a change that hold a secret (`quarantine`), reading what an agent reports
+(`agents`), the agent CLIs it is tested with
 (`agents_support`), naming the failing test (`judge`) and the team's
 lessons (`lessons`).
 

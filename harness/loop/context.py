@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TextIO
@@ -9,6 +10,7 @@ from typing import TextIO
 from harness.loop.clock import Clock
 from harness.loop.control import Control
 from harness.store.remote import Remote
+from harness.trust.redact import Redactor
 from harness.trust.secret import Secret
 
 
@@ -23,3 +25,9 @@ class RunContext:
     remote: Remote | None = None
     runner: str = ""
     progress: TextIO | None = None  # a terminal to show the running step on
+
+    @functools.cached_property
+    def redactor(self) -> Redactor:
+        """The one redactor for what this run records and prints: the secrets the steps
+        receive (names that say secret, and the config's `redact_env`) and token shapes."""
+        return Redactor.for_env(self.base_env, self.control.config.redact_env)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
+from harness.loop import quarantine
 from harness.loop.finish import Finisher
 from harness.loop.shipcommit import make_ship_commit, ship_source
 from harness.store.gitenv import step_git_env
@@ -34,8 +35,23 @@ class Crossing(Finisher):
         }
         if statement.decision.startswith("extend-budget "):
             data["limits"] = extended_limits(self.cell, statement.decision)
+        if self.cell.gate == "secret_in_change":
+            data |= self.let_in_held_files()
         self.emit("decision.used", None, self.cell.iteration, data)
         self.checkpoint(f"decision {statement.decision}")
+
+    def let_in_held_files(self) -> dict[str, list[str]]:
+        """The files the last build's `secret_in_change` held back, put in the worktree again
+        (the checkpoint after the decision commits them), and those this clone lacks."""
+        named: list[str] = []
+        for record in self.ledger.records():
+            event = record.event
+            if event.type == "step.finished" and event.data.get("result") == "secret":
+                named = quarantine.leak_paths(event.data.get("secrets", []))
+        held = quarantine.folder(self.ctx.control.repo.harness_dir(), self.goal.id)
+        restored, missing = quarantine.put_back(self.wt, named, held)
+        self.fresh = None  # the worktree changed: the checkpoint scans it
+        return {"restored": restored, "missing": missing}
 
     def spend_text(self, keys: list[str]) -> str:
         used, limit = self.cell.used, self.cell.limit

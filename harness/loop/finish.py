@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from harness.loop import quarantine
 from harness.loop.agents import Usage, combine, parse_output
 from harness.loop.clock import later
 from harness.loop.context import RunContext
@@ -28,6 +29,7 @@ from harness.record.ledger import Event
 from harness.store.gitrepo import Worktree, run_git
 
 if TYPE_CHECKING:
+    from harness.trust.destructive.diff import FileChange
     from harness.trust.destructive.textlike import IgnoredWalk
 
 MAX_LISTED_PATHS = 200
@@ -104,6 +106,7 @@ class Finisher(Recorder):
         key = ctx.secret.goal_key(goal.id)
         super().__init__(goal.id, key, worktree, paths, loaded, ctx.clock, ctx.print_line)
         self.ctx, self.goal = ctx, goal
+        self.redactor = ctx.redactor
         # Before a build: the walk for the ignored entries already there (`new_ignored`).
         self.ignored_before: IgnoredWalk | None = None
 
@@ -141,11 +144,35 @@ class Finisher(Recorder):
             return
         if self.hid_own_files(ran.started, unseen, finished):
             return
-        data |= self.destructive_data(ran.started, unseen) | self.diff_data(ran)
-        if usage.unavailable is not None:
+        staged, leaks = self.held_back(ran.started, data)
+        data |= self.destructive_data(ran.started, unseen, staged) | self.diff_data(ran)
+        if usage.unavailable is not None and not leaks:
             self.finish_unavailable(ran, data, usage.unavailable)
             return
         self.finish(ran, data)
+        if leaks:
+            self.gate("parked_at_eyes", "secret_in_change", quarantine.detail(leaks))
+
+    def held_back(self, base: str, data: dict[str, Any]) -> tuple[list[FileChange], list[str]]:
+        """The build's staged change, parsed, whole: the destructive classes are found in all
+        of it, the held-back files included, since an unpark lets those in as they are. The
+        files that hold a secret are then moved to the goal's quarantine (loop/quarantine.py),
+        so no commit ever holds them, and `data` says which (`result: secret`)."""
+        from harness.trust.destructive.diff import parse_diff
+        from harness.trust.destructive.textlike import staged_diff
+
+        staged = parse_diff(staged_diff(self.wt, base))
+        leaks = quarantine.secrets_in(staged, self.redactor)
+        if not leaks:
+            return staged, []
+        held = quarantine.folder(self.ctx.control.repo.harness_dir(), self.goal.id)
+        quarantine.hold_back(self.wt, base, quarantine.leak_paths(leaks), held)
+        data |= {
+            "result": "secret",
+            "secrets": leaks[: quarantine.MAX_NAMED],
+            "tree": self.wt.work_tree_id(),
+        }
+        return staged, leaks
 
     def diff_data(self, ran: Ran) -> dict[str, Any]:
         """The build's change without ledger/, bounded, for the reports (evidence.py)."""
@@ -223,8 +250,11 @@ class Finisher(Recorder):
         self.gate("needs_attention", "tamper", detail)
         return True
 
-    def destructive_data(self, base: str, unseen: Sequence[str] = ()) -> dict[str, Any]:
-        """What in this build's change falls in a destructive class (parks until unparked)."""
+    def destructive_data(
+        self, base: str, unseen: Sequence[str] = (), staged: list[FileChange] | None = None
+    ) -> dict[str, Any]:
+        """What in this build's change falls in a destructive class (parks until unparked).
+        `staged`: the staged change, already parsed."""
         from harness.trust.destructive.classify import classify_changes
         from harness.trust.destructive.contents import StagedContents
         from harness.trust.destructive.diff import parse_diff
@@ -233,7 +263,9 @@ class Finisher(Recorder):
         from harness.trust.destructive.textlike import staged_diff, unseen_changes
 
         extra = self.ctx.control.config.destructive
-        changes = parse_diff(staged_diff(self.wt, base)) + unseen_changes(self.wt, unseen)
+        if staged is None:
+            staged = parse_diff(staged_diff(self.wt, base))
+        changes = staged + unseen_changes(self.wt, unseen)
         contents = StagedContents(self.wt, base)  # whole manifests and lockfiles, as staged
         hits, warned = split_enforced(classify_changes(changes, extra, contents), extra)
         # Hits of `enforce: warn` rules are evidence kept for the owners, never a gate.
@@ -377,6 +409,9 @@ class Finisher(Recorder):
         elif result == "violation":
             detail = violation_detail(last.step or "", data.get("changed", []))
             self.gate("needs_attention", "read_only_violation", detail)
+            return True
+        elif result == "secret":
+            self.gate("parked_at_eyes", "secret_in_change", quarantine.detail(data["secrets"]))
             return True
         else:
             return False

@@ -23,6 +23,7 @@ from harness.record.position import Position
 from harness.record.render import text_line
 from harness.store.fsutil import atomic_write
 from harness.store.gitrepo import Worktree
+from harness.trust.redact import NO_SECRETS
 
 TEXT_FIELD_BYTES = 12_000
 
@@ -66,10 +67,14 @@ class Recorder:
         # The work tree id a check has just staged and compared, with nothing run since:
         # the next checkpoint commits it without a second scan (None: scan again).
         self.fresh: str | None = None
+        self.redactor = NO_SECRETS  # the run's own, set by whoever knows its environment
 
     def emit(
         self, type: EventType, step: StepName | None, iteration: int, data: Mapping[str, Any]
     ) -> None:
+        # Before the chain: the record, its replay and every line made from it hold only
+        # receipts of secrets (trust/redact.py), so verify and replay stay byte-identical.
+        data = self.redactor.data(data)
         record = self.ledger.append(type, step, iteration, data, self.clock.now())
         failpoints.hit("after_append")
         position = Position(record.event.seq, record.hash)

@@ -67,6 +67,9 @@ class Config:
     sandbox: SandboxMode | None = None  # None: not named; the runner's default applies
     sandbox_binds: tuple[Bind, ...] = ()  # the runner's paths a contained step sees
     notify: Notify | None = None  # who is told of a goal's transitions (loop/notify.py)
+    # Variables whose values are redacted from every record and line, beside those whose
+    # names say secret (trust/redact.py).
+    redact_env: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -159,6 +162,7 @@ def _config_from(raw: Mapping[str, Any], source: str) -> Config:
         branch_prefix=_checked_prefix(raw.get("branch_prefix", "harness/"), source),
         defaults=_defaults_from(raw.get("defaults", {}), source),
         scrub_env=_env_names(raw.get("scrub_env", []), source, "scrub_env"),
+        redact_env=_env_names(raw.get("redact_env", []), source, "redact_env"),
         destructive=tuple(
             _rule(rule, source, f"destructive[{index}]")
             for index, rule in enumerate(raw.get("destructive", []))

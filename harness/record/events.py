@@ -62,6 +62,7 @@ GateReason = Literal[
     "read_only_violation",
     "agent_unavailable",
     "lifetime_exhausted",
+    "secret_in_change",
 ]
 GATE_REASONS: Final[tuple[GateReason, ...]] = get_args(GateReason)
 DESTRUCTIVE_PREFIX: Final = "destructive:"
@@ -133,7 +134,7 @@ class StepCutoff(TypedDict):
     changed: list[str]
 
 
-StepResultWord = Literal["pass", "fail", "tamper", "violation", "unavailable"]
+StepResultWord = Literal["pass", "fail", "tamper", "violation", "unavailable", "secret"]
 
 
 class StepFinished(TypedDict):
@@ -165,6 +166,9 @@ class StepFinished(TypedDict):
     warned: NotRequired[list[str]]  # hits of `enforce: warn` config rules: not a gate
     owner_rules: NotRequired[dict[str, Literal["hit", "warned"]]]  # config rules that fired
     diff: NotRequired[str]  # the change without ledger/, bounded (record/evidence.py)
+    # build, result "secret": `path:line receipt` of each secret in the change; those files
+    # were held back (loop/quarantine.py), the rest of the change recorded as usual
+    secrets: NotRequired[list[str]]
     # build, result "unavailable": the model API failed (the tool's own message); this was
     # try `unavailable_try` of `unavailable_tries` in a row, the next is due at `retry_at`
     # (absent on the last try: the goal stops at agent_unavailable)
@@ -206,6 +210,9 @@ class DecisionUsed(TypedDict):
     ledger: str | None
     signature_sha256: str
     limits: NotRequired[dict[str, float]]
+    # unpark secret_in_change: the held-back files put back, and those this clone lacks
+    restored: NotRequired[list[str]]
+    missing: NotRequired[list[str]]
 
 
 class GoalCompleted(TypedDict):

@@ -193,7 +193,7 @@ ERROR_CASES: list[tuple[dict[str, Any], str]] = [
     (
         {"foo": 1},
         "unknown key 'foo' (expected one of version, control_ref, branch_prefix, defaults, "
-        "scrub_env, destructive, prices, sandbox, sandbox_binds, notify)",
+        "scrub_env, redact_env, destructive, prices, sandbox, sandbox_binds, notify)",
     ),
     (
         {"sandbox": "sometimes"},
@@ -274,6 +274,12 @@ ERROR_CASES: list[tuple[dict[str, Any], str]] = [
     ({"scrub_env": ["A B"]}, "scrub_env[0]: 'A B' is not an environment variable name"),
     ({"scrub_env": ["A=B"]}, "scrub_env[0]: 'A=B' is not an environment variable name"),
     ({"scrub_env": ["KEY\n"]}, "scrub_env[0]: 'KEY\\n' is not an environment variable name"),
+    (
+        {"redact_env": ["DEPLOY_KEY", "2FA"]},
+        "redact_env[1]: '2FA' is not an environment variable name "
+        "(expected letters, digits and '_', not starting with a digit)",
+    ),
+    ({"redact_env": "DEPLOY_KEY"}, "redact_env: got a string 'DEPLOY_KEY' (expected a list"),
     ({"destructive": {"class": "auth"}}, "destructive: got a mapping (expected a list of rules"),
     ({"destructive": ["auth"]}, "destructive[0]: got a string 'auth' (expected a rule: a mapping"),
     (

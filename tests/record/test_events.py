@@ -53,6 +53,7 @@ def test_statuses_and_gates_are_the_contracts() -> None:
         "read_only_violation",
         "agent_unavailable",
         "lifetime_exhausted",
+        "secret_in_change",
     }
 
 
