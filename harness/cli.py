@@ -338,14 +338,23 @@ def report(goal_ids: tuple[str, ...], every: bool, out_dir: Path | None) -> None
 @cli.command()
 @click.argument("goal_ids", nargs=-1)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
-def verify(goal_ids: tuple[str, ...], as_json: bool) -> None:
+@click.option(
+    "--secrets",
+    is_flag=True,
+    help="Also look in every event for this runner's secret values and token shapes (exit 3).",
+)
+def verify(goal_ids: tuple[str, ...], as_json: bool, secrets: bool) -> None:
     """Check chain, MACs, cell binding and approvals; name the first bad event.
 
-    Example: harness verify fix-login-timeout
+    With --secrets, a record holding a secret (a value of a variable whose name says
+    secret, or of the config's redact_env, or a token of a known shape) fails, each named
+    by its segment, line, event and receipt, never by its value.
+
+    Example: harness verify --secrets fix-login-timeout
     """
     from harness.commands.verify import verify as run_verify
 
-    _done(run_verify(_cwd(), list(goal_ids), _env(), sys.stdout, as_json))
+    _done(run_verify(_cwd(), list(goal_ids), _env(), sys.stdout, as_json, secrets=secrets))
 
 
 @cli.command()

@@ -254,6 +254,7 @@ def _repository_checks(
         findings.append(_committed(repo, control))
         if secret is not None:
             findings.append(_records(root, env))
+            findings.append(_leaks(root, env))
         findings.append(_worktrees(repo, control.config.branch_prefix))
     findings.append(_locks(repo))
     return findings
@@ -396,6 +397,31 @@ def _records(root: Path, env: Mapping[str, str]) -> Finding:
     return Finding(
         "records", OK, f"{len(started)} goal record(s); each state cell's MAC matches the secret"
     )
+
+
+def _leaks(root: Path, env: Mapping[str, str]) -> Finding:
+    """`harness verify --secrets` over every record: a secret this runner holds, or a token
+    of a known shape, committed in an event (named by segment, line and receipt)."""
+    from harness.commands.verify import verify
+
+    buffer = io.StringIO()
+    try:
+        verify(root, [], env, buffer, as_json=True, err=io.StringIO(), secrets=True)
+    except HarnessError as exc:
+        return _from_error("secrets", exc, "`harness verify --secrets` says more")
+    leaks = [
+        f"{goal['id']}: {entry}"
+        for goal in json.loads(buffer.getvalue())["goals"]
+        for entry in goal.get("failure", {}).get("secrets", [])
+    ]
+    if not leaks:
+        return Finding("secrets", OK, "no record holds a secret this runner holds or a known token")
+    fix = (
+        'rotate each leaked secret now; docs/guide/threat-model.md, "After a leak", says what'
+        " else to do"
+    )
+    shown = "; ".join(leaks[:5]) + (f"; … {len(leaks) - 5} more" if len(leaks) > 5 else "")
+    return _fail("secrets", f"{len(leaks)} secret(s) in the record: {shown}", fix, trust=True)
 
 
 # --- worktrees and locks ----------------------------------------------------------------

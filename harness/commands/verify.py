@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -13,12 +13,13 @@ from harness.errors import HarnessError, TrustFailure
 from harness.loop.control import Control
 from harness.model.goalid import GOAL_ID_RE
 from harness.record.hydrate import SAFE_ADVICE, load
-from harness.record.ledger import LedgerBroken
+from harness.record.ledger import LedgerBroken, Record
 from harness.record.locate import Located, locate
 from harness.record.visible import line
 from harness.store.gitrepo import Repo
 from harness.store.objects import ObjectCheck, Unreadable, branch_heads
 from harness.trust.approvals import find_run_approval
+from harness.trust.redact import Redactor
 from harness.trust.secret import Secret
 
 
@@ -29,11 +30,15 @@ def verify(
     out: TextIO,
     as_json: bool = False,
     err: TextIO = sys.stderr,
+    secrets: bool = False,
 ) -> int:
+    """`secrets`: also look in every event for a secret value of `env` (names that say
+    secret, the config's `redact_env`) or a token shape, and fail a record that holds one."""
     with open_session(cwd, env, goal_ids) as s:
         ids = goal_ids or goals_with_records(s.repo, s.control)
         notes = [] if goal_ids else nothing_notes(s.control, bool(ids), "records")
-        results = [_result(s.repo, s.control, s.secret, goal_id) for goal_id in ids]
+        scan = Redactor.for_env(env, s.control.config.redact_env) if secrets else None
+        results = [_result(s.repo, s.control, s.secret, goal_id, scan) for goal_id in ids]
     err.writelines(line(f"harness: note: {note}") for note in notes)
     worst = max((r.get("exit_code", 0) for r in results), default=0)
     if as_json:
@@ -52,9 +57,11 @@ def goals_with_records(repo: Repo, control: Control) -> list[str]:
     return sorted(i for i in ids if GOAL_ID_RE.fullmatch(i))
 
 
-def _result(repo: Repo, control: Control, secret: Secret, goal_id: str) -> dict[str, Any]:
+def _result(
+    repo: Repo, control: Control, secret: Secret, goal_id: str, scan: Redactor | None = None
+) -> dict[str, Any]:
     try:
-        return _verify_one(repo, control, secret, goal_id)
+        return _verify_one(repo, control, secret, goal_id, scan)
     except HarnessError as exc:
         failure: dict[str, Any] = {"message": str(exc)}
         if isinstance(exc, LedgerBroken):
@@ -62,7 +69,9 @@ def _result(repo: Repo, control: Control, secret: Secret, goal_id: str) -> dict[
         return {"id": goal_id, "ok": False, "exit_code": exc.exit_code, "failure": failure}
 
 
-def _verify_one(repo: Repo, control: Control, secret: Secret, goal_id: str) -> dict[str, Any]:
+def _verify_one(
+    repo: Repo, control: Control, secret: Secret, goal_id: str, scan: Redactor | None
+) -> dict[str, Any]:
     branch = control.branch(goal_id)
     with locate(repo, goal_id, branch) as found:
         key = secret.goal_key(goal_id)
@@ -96,6 +105,14 @@ def _verify_one(repo: Repo, control: Control, secret: Secret, goal_id: str) -> d
             "(a crash before the cell write; the next run rolls forward)"
         )
     head = cell.position
+    leaks = leaked(loaded.ledger.records(), scan) if scan is not None else []
+    if leaks:
+        shown = "; ".join(leaks[:20]) + (f"; … {len(leaks) - 20} more" if len(leaks) > 20 else "")
+        message = (
+            f"ledger/{goal_id}: the record holds {len(leaks)} secret(s): {shown}; {LEAK_ADVICE}"
+        )
+        failure = {"message": message, "secrets": leaks}
+        return {"id": goal_id, "ok": False, "exit_code": 3, "failure": failure}
     return {
         "id": goal_id,
         "ok": True,
@@ -106,6 +123,33 @@ def _verify_one(repo: Repo, control: Control, secret: Secret, goal_id: str) -> d
         "status": cell.status,
         "notes": notes,
     }
+
+
+LEAK_ADVICE = (
+    "rotate each leaked secret now (it is in git history wherever the branch was pushed); "
+    'docs/guide/threat-model.md, "After a leak", says what else to do'
+)
+
+
+def leaked(records: Iterable[Record], scan: Redactor) -> list[str]:
+    """`<segment>:<line> (event <seq>) <receipt>` for each secret an event's text holds."""
+    found = []
+    for record in records:
+        for text in _strings(record.event.data):
+            for mark in scan.found(text):
+                found.append(f"{record.segment}:{record.line} (event {record.event.seq}) {mark}")
+    return list(dict.fromkeys(found))
+
+
+def _strings(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, Mapping):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
 
 
 def _object_check(repo: Repo, control: Control, found: Located, branch: str) -> ObjectCheck | None:
