@@ -101,6 +101,7 @@ TARGETS = {
     "status_10000": 5.0,
     "jobs_scaling": 0.34,
     "runners_8x4": 1.0,
+    "redact_1mib": 15.0,
 }
 _T0_MS = calendar.timegm((2026, 11, 29, 8, 0, 0)) * 1000
 
@@ -885,6 +886,8 @@ def bench_checkpoint(repo: Managed, wt: Path, planned: Iterator[Planned], reps: 
     recorder = Recorder(
         CHECKPOINT_GOAL, key, Worktree(wt), paths, loaded, SystemClock(), lambda line: None
     )
+    # As a run whose environment holds 20 secrets redacts every event (issue 28).
+    recorder.redactor = secret_redactor()
     best = Best.of("harness", "git")
     rel = Path("ledger") / CHECKPOINT_GOAL
     for n in range(reps * 3):
@@ -1040,6 +1043,61 @@ def team_run(base: Path, keys: Path, clones: int, per_clone: int) -> tuple[float
     return runs.seconds, want.total()
 
 
+REDACT_VALUES = 20
+
+
+def secret_values() -> list[str]:
+    rng = random.Random(28)
+    return ["".join(rng.choices(ALNUM, k=40)) for _ in range(REDACT_VALUES)]
+
+
+def secret_redactor() -> Any:
+    from harness.trust.redact import Redactor
+
+    return Redactor.for_env({f"SERVICE{i}_TOKEN": v for i, v in enumerate(secret_values())})
+
+
+def bench_redact(reps: int) -> None:
+    """The one redactor over 1 MiB of agent-like output holding 20 secret values (and
+    their encodings, a few times each), against the floor: a plain `bytes.replace` loop
+    over the same 20 values. Issue 28's bound: at most 30 ms on this machine's class of
+    CPU; the ratio keeps it honest on a noisy machine."""
+    rng = random.Random(1)
+    values = secret_values()
+    redactor = secret_redactor()
+    words = ["".join(rng.choices(ALNUM + "-_./", k=rng.randint(2, 12))) for _ in range(5000)]
+    parts: list[str] = []
+    size = 0
+    while size < 1 << 20:
+        line = " ".join(rng.choices(words, k=12))
+        if rng.random() < 0.002:
+            line += " token=" + rng.choice(values)
+        parts.append(line)
+        size += len(line) + 1
+    text = "\n".join(parts)[: 1 << 20]
+    data, raw = text.encode(), [value.encode() for value in values]
+    best = Best.of("redact", "floor")
+    for _ in range(max(reps, 5)):
+        start = time.perf_counter()
+        redactor.text(text)
+        best.add("redact", time.perf_counter() - start)
+        start = time.perf_counter()
+        out = data
+        for value in raw:
+            out = out.replace(value, b"[redacted]")
+        best.add("floor", time.perf_counter() - start)
+    detail = (
+        f"1 MiB against {REDACT_VALUES} values ({len(redactor.forms)} forms): redact "
+        f"{best['redact'] * 1000:.1f} ms, bytes.replace loop {best['floor'] * 1000:.1f} ms "
+        f"(best of {max(reps, 5)}; bound 30 ms)"
+    )
+    figures = f" redact_ms={best['redact'] * 1000:.1f} floor_ms={best['floor'] * 1000:.1f}"
+    report("redact_1mib", best["redact"] / best["floor"], detail, figures)
+
+
+ALNUM = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+
+
 def bench_runners(base: Path, keys: Path, reps: int) -> None:
     """8 runners in 4 clones against 1 runner in 1 clone, over the same 40 goals (fresh
     repositories each time). The ratio is the 8-runner wall time over the 1-runner one:
@@ -1151,6 +1209,8 @@ def main(argv: list[str] | None = None) -> int:
             bench_scale.bench_jobs(base, keys, args.reps)
         if "runners_8x4" in only:
             bench_runners(base / "team", keys, args.reps)
+        if "redact_1mib" in only:
+            bench_redact(args.reps)
     finally:
         if args.keep is None:
             shutil.rmtree(base, ignore_errors=True)

@@ -24,7 +24,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 MIN_VALUE = 8
@@ -106,22 +106,27 @@ class Redactor:
     """Replaces the secrets it was made with (`for_env`) and every token shape."""
 
     forms: tuple[tuple[str, str], ...] = ()  # (form, its receipt), longest form first
-    tails: tuple[tuple[str, str], ...] = ()  # (a value, its receipt): a cut-off tail
+    # A cut-off tail's first MIN_VALUE characters → (where the tail starts in its value,
+    # the value, its receipt): one dictionary look-up per text finds a tail.
+    tails: Mapping[str, tuple[tuple[int, str, str], ...]] = field(default_factory=dict)
 
     @classmethod
     def for_env(cls, env: Mapping[str, str], listed: Iterable[str] = ()) -> Redactor:
         forms: dict[str, str] = {}
-        tails = []
+        tails: dict[str, list[tuple[int, str, str]]] = {}
         for name in secret_names(env, listed):
             value = env[name]
             if len(value) < MIN_VALUE:
                 continue
             mark = receipt(name, value)
-            tails.append((value, mark))
+            for start in range(1, len(value) - MIN_VALUE + 1):
+                tails.setdefault(value[start : start + MIN_VALUE], []).append((start, value, mark))
             for form in encoded_forms(value):
                 forms.setdefault(form, mark)
         ordered = sorted(forms.items(), key=lambda item: -len(item[0]))
-        return cls(tuple(ordered), tuple(tails))
+        # Longest tail first: where two values share a stretch, the longer cut is replaced.
+        heads = {head: tuple(sorted(found)) for head, found in tails.items()}
+        return cls(tuple(ordered), heads)
 
     def text(self, text: str) -> str:
         """`text` with every known secret and token shape replaced by its receipt."""
@@ -139,10 +144,9 @@ class Redactor:
         (`[… N characters cut]` and a newline) left of it."""
         cut = _CUT.match(text)
         head, rest = (text[: cut.end()], text[cut.end() :]) if cut else ("", text)
-        for value, mark in self.tails:
-            for size in range(len(value) - 1, MIN_VALUE - 1, -1):
-                if rest.startswith(value[-size:]):
-                    return head + mark + rest[size:]
+        for start, value, mark in self.tails.get(rest[:MIN_VALUE], ()):
+            if rest.startswith(value[start:]):
+                return head + mark + rest[len(value) - start :]
         return text
 
     def data(self, value: Any) -> Any:
