@@ -90,6 +90,24 @@ def _matches(shape: Shape, text: str) -> list[re.Match[str]]:
     return [m for m in found if not shape.word_start or _starts_word(text, m.start())]
 
 
+# Event keys whose values the harness makes itself (commit, tree and call ids, hashes,
+# ledger heads): never a step's text, so never redacted.
+HARNESS_IDS = frozenset(
+    {
+        "tree",
+        "commit",
+        "base",
+        "call_id",
+        "gate_commit",
+        "control_commit",
+        "goal_sha256",
+        "owners_sha256",
+        "signature_sha256",
+        "ledger",
+    }
+)
+
+
 def receipt(name: str, secret: str) -> str:
     digest = hashlib.sha256(secret.encode("utf-8", "surrogateescape")).hexdigest()[:12]
     return f"[redacted:{name} sha256:{digest}]"
@@ -150,11 +168,16 @@ class Redactor:
         return text
 
     def data(self, value: Any) -> Any:
-        """Every string inside `value` (dicts, lists) redacted; keys and numbers as they are."""
+        """Every string inside `value` (dicts, lists) redacted; keys and numbers as they are,
+        and the ids the harness itself made (`HARNESS_IDS`), which later steps compare:
+        an id is never a step's output, and a hex id that happened to hold a short
+        secret's form must not stop being the id."""
         if isinstance(value, str):
             return self.text(value)
         if isinstance(value, Mapping):
-            return {key: self.data(item) for key, item in value.items()}
+            return {
+                key: item if key in HARNESS_IDS else self.data(item) for key, item in value.items()
+            }
         if isinstance(value, list | tuple):
             return [self.data(item) for item in value]
         return value

@@ -142,3 +142,13 @@ def test_found_lists_receipts_without_changing_text() -> None:
         MARK,
         receipt("aws-access-key-id", "AKIAIOSFODNN7EXAMPLE"),
     ]
+
+
+def test_the_harness_own_ids_are_never_redacted() -> None:
+    """A hex id holding a short secret's form stays the id later steps compare."""
+    redactor = Redactor.for_env({"PIN_PASSWORD": "deadbeef"})
+    tree = "0123deadbeef4567" * 2 + "89abcdef"
+    data = {"tree": tree, "commit": tree, "output_tail": tree}
+    out = redactor.data(data)
+    assert (out["tree"], out["commit"]) == (tree, tree)
+    assert "deadbeef" not in out["output_tail"]
