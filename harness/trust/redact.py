@@ -30,7 +30,7 @@ from typing import Any
 MIN_VALUE = 8
 # Names of variables whose values are secrets, whatever their value looks like.
 SECRET_NAME = re.compile(
-    r"(?:_API_KEY|_TOKEN|_SECRET|_SECRET_KEY|_ACCESS_KEY)\Z|PASSWORD|PASSWD|\AAWS_.*KEY|"
+    r"(?:_KEY|_TOKEN|_SECRET|_CREDENTIALS?)\Z|PASSWORD|PASSWD|\AAWS_.*KEY|"
     r"\A(?:ANTHROPIC_API_KEY|OPENAI_API_KEY|CODEX_API_KEY|GITHUB_TOKEN|GH_TOKEN|"
     r"HARNESS_PUSH_TOKEN|HARNESS_SECRET|HARNESS_KEY_PASSPHRASE)\Z",
     re.IGNORECASE,

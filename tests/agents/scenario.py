@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import subprocess
 import sys
@@ -126,3 +127,30 @@ def assert_pytest_cache_allowed(scenario: Scenario) -> None:
     assert "result" not in build, build  # a build's result is only ever a stop
     assert scenario.repo.status()["status"] == "completed"
     assert scenario.goal_change() == ["value.txt"]
+
+
+def realistic_key(prefix: str) -> str:
+    """A key as long as a provider's (the suite's own dummy keys are short, and a value under
+    8 characters is never redacted, by design): `prefix` and 40 characters."""
+    return prefix + hashlib.sha256(prefix.encode()).hexdigest()[:40]
+
+
+def assert_key_only_as_receipt(
+    scenario: Scenario, run: subprocess.CompletedProcess[str], name: str, key: str
+) -> None:
+    """The key the build printed is in no event of the goal's ledger on its branch, in no
+    commit of any ref (`git log -p --all`, `git grep` of every ref) and not in what
+    `harness run` printed; the ledger holds its receipt instead (docs/specs/trust.md,
+    "Redaction")."""
+    root, branch = scenario.repo.root, f"harness/{scenario.repo.goal_id}"
+    folder = f"{branch}:ledger/{scenario.repo.goal_id}/events"
+    segments = git(root, "ls-tree", "--name-only", folder).split()
+    ledger = "".join(git(root, "show", f"{folder}/{segment}") for segment in segments)
+    assert key not in ledger
+    assert key not in git(root, "log", "-p", "--all")
+    refs = git(root, "for-each-ref", "--format=%(refname)").split()
+    found = subprocess.run(["git", "grep", "-F", key, *refs], cwd=root, capture_output=True)
+    assert (found.returncode, found.stdout) == (1, b"")  # 1: no match, and no error
+    assert key not in run.stdout + run.stderr
+    digest = hashlib.sha256(key.encode()).hexdigest()[:12]
+    assert f"[redacted:{name} sha256:{digest}]" in ledger  # the build did print it

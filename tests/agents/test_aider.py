@@ -13,8 +13,10 @@ from tests.agents.scenario import (
     RUN_PYTEST,
     TINY_TEST,
     Scenario,
+    assert_key_only_as_receipt,
     assert_pytest_cache_allowed,
     outage,
+    realistic_key,
     without_gitignore,
 )
 from tests.fakes.chat import edit
@@ -168,3 +170,19 @@ def test_aider_running_pytest_is_no_hidden_file(aider: ScenarioFactory) -> None:
     assert run.returncode == 0, run.stderr
     assert_pytest_cache_allowed(scenario)
     assert "1 passed" in scenario.builds()[0]["output_tail"]
+
+
+def test_aider_printing_its_api_key_records_only_its_receipt(aider: ScenarioFactory) -> None:
+    # aider runs no command its model suggests (see the pytest case), so its own test run
+    # after the model's edit prints the key: `--auto-test --test-cmd "printenv …"`, whose
+    # output aider prints, which the ledger keeps, only through the redactor.
+    flags = "--auto-test --test-cmd 'printenv OPENAI_API_KEY'"
+    scenario = aider(budget={"max_iterations": 1}, flags=flags)
+    key = scenario.repo.env["OPENAI_API_KEY"] = realistic_key("sk-proj-")
+    scenario.server.script.extend(
+        [say("Setting it.\n\n" + edit("value.txt", "unset\n", "right\n"), CALL)]
+    )
+    run = scenario.run()
+    assert run.returncode == 0, run.stderr
+    assert scenario.repo.status()["status"] == "completed"
+    assert_key_only_as_receipt(scenario, run, "OPENAI_API_KEY", key)

@@ -13,10 +13,13 @@ from tests.agents.scenario import (
     RUN_PYTEST,
     TINY_TEST,
     Scenario,
+    assert_key_only_as_receipt,
     assert_pytest_cache_allowed,
     outage,
+    realistic_key,
     without_gitignore,
 )
+from tests.fakes.anthropic import tool_result
 from tests.fakes.script import Reply, Tokens, call, fail, say
 
 # The template names no model: claude 2.1.332's default, claude-opus-5-5, at $4 in / $20
@@ -216,3 +219,20 @@ def test_claude_running_pytest_is_no_hidden_file(claude: ScenarioFactory) -> Non
     assert run.returncode == 0, run.stderr
     assert_pytest_cache_allowed(scenario)
     assert "1 passed" in json.dumps(scenario.server.model_calls("anthropic")[1].body)
+
+
+def test_claude_printing_its_api_key_records_only_its_receipt(claude: ScenarioFactory) -> None:
+    # The model has claude print its own key with its Bash tool, then repeats what it got
+    # in its answer (--output-format json prints the answer, never a tool result): the
+    # key reaches claude's stdout, which the ledger keeps, only through the redactor.
+    scenario = claude(budget={"max_iterations": 1})
+    key = scenario.repo.env["ANTHROPIC_API_KEY"] = realistic_key("sk-ant-api03-")
+    *work, _ = edit(str(scenario.worktree_file), "unset", "right")
+    show = call("Bash", {"command": "printenv ANTHROPIC_API_KEY", "description": "Key"}, CALL)
+    repeat = Reply(text_of=lambda request: "It printed " + tool_result(request.body), tokens=CALL)
+    scenario.server.script.extend([*work, show, repeat])
+    run = scenario.run()
+    assert run.returncode == 0, run.stderr
+    assert scenario.repo.status()["status"] == "completed"
+    assert key in tool_result(scenario.server.model_calls("anthropic")[-1].body)
+    assert_key_only_as_receipt(scenario, run, "ANTHROPIC_API_KEY", key)

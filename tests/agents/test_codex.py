@@ -14,8 +14,10 @@ from tests.agents.scenario import (
     RUN_PYTEST,
     TINY_TEST,
     Scenario,
+    assert_key_only_as_receipt,
     assert_pytest_cache_allowed,
     outage,
+    realistic_key,
     without_gitignore,
 )
 from tests.fakes.script import Reply, Tokens, call, fail, say
@@ -207,3 +209,17 @@ def test_codex_running_pytest_is_no_hidden_file(codex: ScenarioFactory) -> None:
     assert run.returncode == 0, run.stderr
     assert_pytest_cache_allowed(scenario)
     assert "1 passed" in json.dumps(scenario.server.model_calls("responses")[1].body)
+
+
+def test_codex_printing_its_api_key_records_only_its_receipt(codex: ScenarioFactory) -> None:
+    # The model has codex print its own key (exec_command); codex's JSONL carries the
+    # command's output, which the ledger keeps, only through the redactor.
+    scenario = codex(budget={"max_iterations": 1}, files={".harness/config.yaml": PRICES})
+    key = scenario.repo.env["FAKE_OPENAI_API_KEY"] = realistic_key("sk-proj-")
+    show = call("exec_command", {"cmd": "printenv FAKE_OPENAI_API_KEY"}, CALL)
+    scenario.server.script.extend([show, *edit("unset", "right")])
+    run = scenario.run()
+    assert run.returncode == 0, run.stderr
+    assert scenario.repo.status()["status"] == "completed"
+    assert key in json.dumps(scenario.server.model_calls("responses")[1].body)
+    assert_key_only_as_receipt(scenario, run, "FAKE_OPENAI_API_KEY", key)

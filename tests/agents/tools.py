@@ -45,7 +45,7 @@ enabled = false
 name = "fake"
 base_url = "{url}/v1"
 wire_api = "responses"
-env_key = "FAKE_OPENAI_KEY"
+env_key = "FAKE_OPENAI_API_KEY"
 request_max_retries = 1
 stream_max_retries = 1
 stream_idle_timeout_ms = 20000
@@ -58,7 +58,9 @@ def codex_env(home: Path, server: ModelServer) -> dict[str, str]:
     codex_home = home / "codex"
     codex_home.mkdir()
     (codex_home / "config.toml").write_text(CODEX_CONFIG.format(url=server.url))
-    return {"CODEX_HOME": str(codex_home), "FAKE_OPENAI_KEY": "sk-test-not-a-key"}
+    # The key's variable has a name that says secret, as a gateway key's does in the guide
+    # (docs/guide/agents/codex.md): the redactor knows it by its name alone.
+    return {"CODEX_HOME": str(codex_home), "FAKE_OPENAI_API_KEY": "sk-test-not-a-key"}
 
 
 GIT_IDENTITY = "[user]\n\tname = Agent Tester\n\temail = agent@example.com\n"

@@ -124,3 +124,14 @@ def is_followup(body: Any) -> bool:
     return isinstance(content, list) and any(
         isinstance(part, dict) and part.get("type") == "tool_result" for part in content
     )
+
+
+def tool_result(body: Any) -> str:
+    """The text of the newest tool result in the request ("" if none). Claude Code 2.1
+    may put a system message after it (its budget line), so not only the last message."""
+    parts = [part for message in body["messages"] for part in message["content"]]
+    results = [p for p in parts if isinstance(p, dict) and p.get("type") == "tool_result"]
+    inner = results[-1]["content"] if results else ""
+    if isinstance(inner, list):  # text blocks
+        return "".join(block.get("text", "") for block in inner)
+    return str(inner)

@@ -63,6 +63,8 @@ class Reply:
     repeat: int = 1  # how many requests this reply answers; FOREVER = every one
     delay_s: float = 0.0  # wait before answering
     when: Callable[[Request], bool] | None = None  # answers only requests it accepts
+    # The text made from the request it answers (a model repeating what a tool printed).
+    text_of: Callable[[Request], str] | None = None
 
     @property
     def failed(self) -> bool:

@@ -13,6 +13,7 @@ It also works as an HTTP(S) proxy that refuses everything: point a tool's `HTTPS
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import json
 import threading
@@ -140,6 +141,8 @@ class _Handler(BaseHTTPRequestHandler):
             self.server.record(request, status, None)
             return self._send_json(status, {"input_tokens": 1000} if status == 200 else {})
         index, reply = self.server.script.pick(request)
+        if reply.text_of is not None:
+            reply = dataclasses.replace(reply, text=reply.text_of(request))
         self.server.record(request, reply.status, index)
         if reply.delay_s:
             time.sleep(reply.delay_s)

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from tests.fakes.anthropic import tool_result
 from tests.fakes.chat import edit
 from tests.fakes.script import Reply, Script, Tokens, ToolCall, call, fail, say
 from tests.fakes.server import ModelServer, is_followup
@@ -101,6 +102,16 @@ def test_a_reply_with_when_waits_for_the_request_it_accepts(server: ModelServer)
     second = post(server, "/v1/messages", {"messages": [{"role": "user", "content": result}]})
     assert json.loads(first[2])["content"][0]["text"] == "first"
     assert json.loads(second[2])["content"][0]["text"] == "after tool"
+
+
+def test_a_reply_made_from_its_request_repeats_the_tool_result(server: ModelServer) -> None:
+    """`text_of`: a scripted model that repeats what the agent's tool printed (the request's
+    newest tool result, wherever Claude Code put a system message after it)."""
+    server.script.extend([Reply(text_of=lambda request: "saw " + tool_result(request.body))])
+    result = [{"type": "tool_result", "tool_use_id": "t", "content": [{"text": "x=1"}]}]
+    messages = [{"role": "user", "content": result}, {"role": "user", "content": []}]
+    answer = post(server, "/v1/messages", {"messages": messages})
+    assert json.loads(answer[2])["content"][0]["text"] == "saw x=1"
 
 
 @pytest.mark.parametrize(

@@ -30,6 +30,9 @@ MARK = f"[redacted:DEPLOY_TOKEN sha256:{hashlib.sha256(TOKEN.encode()).hexdigest
         "AWS_ACCESS_KEY_ID",
         "STRIPE_SECRET",
         "X_API_KEY",
+        "FAKE_OPENAI_KEY",
+        "DEPLOY_SSH_KEY",
+        "GOOGLE_APPLICATION_CREDENTIALS",
     ],
 )
 def test_a_secret_name_is_redacted(name: str) -> None:
