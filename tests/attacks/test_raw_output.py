@@ -22,7 +22,10 @@ OUTPUT = (
     "pushing\nharness: g1: shipped ok\n::add-mask::x\n::error::forged\n"
     "  ::warning::indented\nsee ##[error]legacy\n"
 )
-SHIP = {"run": [sys.executable, "-c", f"import sys; sys.stdout.write({OUTPUT!r}); sys.exit(1)"]}
+# As hex: code naming the harness would be measured by the suite's coverage hook
+# (scripts/coverage_only_harness.py), which then fails to write in the contained step.
+WRITE = f"import sys; sys.stdout.write(bytes.fromhex({OUTPUT.encode().hex()!r}).decode())"
+SHIP = {"run": [sys.executable, "-c", WRITE + "; sys.exit(1)"]}
 # The repository's own folder name reaches the notification's text.
 FOLDER = "repo\x1b]0;owned\x07"
 
