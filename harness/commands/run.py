@@ -20,16 +20,15 @@ from harness.errors import (
     interruptible,
     invalid,
 )
-from harness.loop.control import Control
+from harness.loop.rest import at_rest
 from harness.model.goalid import GOAL_ID_EXPECTED, goal_source
 from harness.model.wording import show_value
 from harness.record.cell import Cell, parse_cell
 from harness.record.events import TERMINAL, WAITING
 from harness.record.visible import block, line
-from harness.store.gitrepo import GitError, Repo
+from harness.store.gitrepo import Repo
 from harness.store.lock import GoalLock
 from harness.trust.approvals import NotApproved
-from harness.trust.decisions import bound_to
 from harness.trust.secret import Secret
 
 # The loop itself (harness.loop.advance, the controller, the remote) is imported only when a
@@ -338,151 +337,6 @@ def _now() -> str:
     from datetime import UTC, datetime
 
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def at_rest(
-    repo: Repo, control: Control, secret: Secret, remote: Remote | None, goal_id: str, now: str
-) -> Cell | None:
-    """The goal's cell when this run has nothing to do for it, else None (the full path).
-    With `--push` the branch may have moved on the remote: the resting answer holds when the
-    local branch is where the remote's was fetched (nothing to sync), or when the remote's
-    commit rests and the local branch only has to catch up to it."""
-    if remote is None or remote.in_step(control.branch(goal_id), control.objects):
-        return resting(repo, control, secret, goal_id, now)
-    return caught_up(repo, control, secret, remote, goal_id, now)
-
-
-def resting(repo: Repo, control: Control, secret: Secret, goal_id: str, now: str) -> Cell | None:
-    """The goal's cell when this run has nothing to do for it, read without loading it.
-
-    A finished goal (a recurring one whose next run is not due at `now`), or one waiting at
-    a gate whose goal file and owners are unchanged and for which no decision names its
-    exact state (`rests`), needs no ledger scan, no goal parsing and no git process of its
-    own (the Control's `cat-file` reads its file and approvals). The cell is the worktree's
-    when it holds the committed bytes and its ledger ends whole; with no worktree in this
-    clone, the goal branch's committed one. Anything else (or a cell that does not verify)
-    takes the full path, which checks everything and refuses what it must.
-    """
-    worktree = repo.worktree_path(goal_id)
-    committed = f"refs/heads/{control.branch(goal_id)}"
-    if not worktree.exists():
-        cell = committed_cell(control, secret, goal_id, committed)
-        return cell if cell is not None and rests(control, goal_id, cell, now) else None
-    path = worktree / "ledger" / goal_id / "state.json"
-    try:
-        data = path.read_bytes()
-        cell = parse_cell(data, str(path), goal_id, secret.goal_key(goal_id))
-    except (OSError, TrustFailure):
-        return None
-    if not _ends_whole(path.parent / "events"):
-        return None  # a torn tail: the full path cuts it back
-    try:
-        if control.objects.blob(f"{committed}:ledger/{goal_id}/state.json") != data:
-            return None  # written but not committed (killed before the checkpoint's commit)
-    except GitError:
-        return None  # an unreadable object: the full path names it and refuses
-    return cell if rests(control, goal_id, cell, now) else None
-
-
-def caught_up(
-    repo: Repo, control: Control, secret: Secret, remote: Remote, goal_id: str, now: str
-) -> Cell | None:
-    """With `--push`, a goal another clone brought to rest (`rests`), or whose step another
-    clone runs under a live lease, while this clone's branch stayed behind: the branch (and
-    its worktree, where this clone has one) is brought to the remote's commit as the sync
-    would, and the goal answered for without loading it: its cell, or busy (remote.md, item
-    3). A branch that is ahead, diverged or went back takes the full path, and so does
-    anything this check cannot read."""
-    branch = control.branch(goal_id)
-    remote.refresh(branch)  # after a lost race, as the sync would (remote.md, item 3)
-    if branch in remote.rewound:
-        return None
-    try:
-        theirs = control.objects.commit_id(remote.tracking(branch))
-        ours = control.objects.commit_id(f"refs/heads/{branch}")
-    except GitError:
-        return None
-    if theirs is None:
-        return None
-    cell = committed_cell(control, secret, goal_id, theirs)
-    if cell is None:
-        return None
-    held = _held_elsewhere(repo, control, goal_id, cell, now)
-    if not held and not rests(control, goal_id, cell, now):
-        return None
-    if ours is not None and not repo.is_ancestor(ours, theirs):
-        return None  # ahead or diverged: the sync pushes, or finds who won
-    worktree = repo.worktree_path(goal_id)
-    if worktree.exists():
-        # As the full path does before its sync: a killed run's step processes are ended
-        # and a half-made worktree removed before the worktree is touched.
-        from harness.loop.guards import ChildRecord
-
-        ChildRecord(repo.harness_dir() / "locks", goal_id).end_leftover()
-        repo.repair_worktree(worktree)
-    if not remote.catch_up(branch, worktree, ours, theirs):
-        return None
-    if held:
-        assert cell.in_flight is not None
-        raise Busy(f"goal {goal_id}: {cell.in_flight.holder_text()}")
-    return cell
-
-
-def _held_elsewhere(repo: Repo, control: Control, goal_id: str, cell: Cell, now: str) -> bool:
-    """Whether another clone runs the goal's step under a live lease, with the goal file
-    and owners as it started (a change there is the full path's to gate)."""
-    from harness.store.remote import runner_id
-
-    flight = cell.in_flight
-    if (
-        cell.status != "running"
-        or flight is None
-        or not flight.held_elsewhere(runner_id(repo), lambda: now)
-    ):
-        return False
-    return _as_recorded(control, goal_id, cell)
-
-
-def _as_recorded(control: Control, goal_id: str, cell: Cell) -> bool:
-    """Whether the goal file and the owners are those the cell was recorded under."""
-    unchanged = hashlib.sha256(control.goal_bytes(goal_id)).hexdigest() == cell.goal_sha256
-    return unchanged and control.owners_sha256 == cell.owners_sha256
-
-
-def committed_cell(control: Control, secret: Secret, goal_id: str, rev: str) -> Cell | None:
-    """The goal's cell as committed at `rev`, its MAC checked; None when absent, unreadable
-    or not verifying (the full path then names what is wrong)."""
-    source = f"{rev}:ledger/{goal_id}/state.json"
-    try:
-        data = control.objects.blob(source)
-        if data is None:
-            return None
-        return parse_cell(data, source, goal_id, secret.goal_key(goal_id))
-    except (GitError, TrustFailure):
-        return None
-
-
-def rests(control: Control, goal_id: str, cell: Cell, now: str) -> bool:
-    """Whether nothing can move the goal now: finished (a recurring goal's next run not
-    due), or waiting at a gate with its goal file and owners unchanged and no decision
-    naming its exact state."""
-    if cell.status in TERMINAL:
-        return not cell.run_due(now)
-    if cell.status not in WAITING:
-        return False
-    if not _as_recorded(control, goal_id, cell):
-        return False
-    return not any(bound_to(record, goal_id, cell) for record in control.approvals(goal_id))
-
-
-def _ends_whole(events: Path) -> bool:
-    """Whether the last segment ends with a whole line (one byte read)."""
-    segments = sorted(events.glob("*.jsonl"))
-    if not segments:
-        return False
-    with segments[-1].open("rb") as handle:
-        handle.seek(-1, os.SEEK_END)
-        return handle.read(1) == b"\n"
 
 
 def _requests(fd: int) -> Iterator[tuple[str, socket.socket]]:

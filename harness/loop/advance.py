@@ -1,6 +1,6 @@
 """Moving one goal on: verify everything, cross a gate a decision names, run steps.
 
-`harness run` reaches here only for a goal that has something to do (commands/run.py
+`harness run` reaches here only for a goal that has something to do (`loop/rest.py`
 answers for resting goals without importing this); `harness ship` and `unpark` come here
 with their decision.
 """
@@ -16,6 +16,7 @@ from harness.loop.controller import GoalRunner
 from harness.loop.guards import ChildRecord
 from harness.loop.lessons import Lesson
 from harness.loop.recurring import finish_run_start, start_next_run
+from harness.loop.rest import rests
 from harness.loop.sandbox import Place, offline_refusal, resolve
 from harness.model.goal import Goal
 from harness.record.cell import Cell
@@ -52,7 +53,7 @@ def advance_goal(
     repo: Repo, ctx: RunContext, goal_id: str, extra: Sequence[SignedRecord] = ()
 ) -> Cell:
     """Verify, then move one goal on. The caller holds its lock (`harness run` calls this
-    only after `commands.run.resting` found the goal has something to do).
+    only after `loop.rest.at_rest` found the goal has something to do).
 
     `extra` holds decision records not yet on the control ref (a `harness ship` acting at
     once); they are checked exactly like the committed ones.
@@ -97,11 +98,13 @@ def _move_on(
     cell = runner.cell
     if not bound:  # before anything is used or run
         return runner.cell
-    # A finished goal is left alone, unless it recurs and its next run is due (recurring.py).
-    between_runs = cell.status in TERMINAL
-    if between_runs and not cell.run_due(ctx.clock.now()):
-        return runner.cell
     records = (*control.approvals(goal_id), *extra)
+    # A finished goal is left alone, unless it recurs and its next run is due (recurring.py);
+    # so is one waiting as recorded with no decision naming its state: the question `harness
+    # run`'s shortcut asked before loading anything, asked again of what is now verified.
+    if rests(goal_id, cell, ctx.clock.now, goal.sha256, control.owners_sha256, records):
+        return runner.cell
+    between_runs = cell.status in TERMINAL
     started = cell.goal_sha256 is not None
     owners_moved = started and cell.owners_sha256 != control.owners_sha256
     if owners_moved and not _rotate(runner, control, records):

@@ -80,7 +80,7 @@ class Record:
     end: int  # byte offset just past this line in its segment
 
 
-def _open_segment(path: Path) -> int:
+def open_segment(path: Path) -> int:
     """A segment opened without following a link: a planted link is a broken ledger."""
     try:
         return os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
@@ -200,7 +200,7 @@ class Ledger:
             last_segment = number == len(paths)
             size = whole = 0
             name = path.name
-            with open(_open_segment(path), "rb", buffering=_READ_BUFFER) as handle:
+            with open(open_segment(path), "rb", buffering=_READ_BUFFER) as handle:
                 for line_no, line in enumerate(handle, start=1):
                     if not line.endswith(b"\n"):
                         if last_segment:
@@ -222,7 +222,11 @@ class Ledger:
                     whole = line_no
                     yield record
             if size == 0 and self.torn is None:
-                raise LedgerBroken(path, 1, "empty segment")
+                if not last_segment:
+                    raise LedgerBroken(path, 1, "empty segment")
+                # Made for a line that never landed (a full disk refused its one write, or
+                # a power cut kept the new file but not its bytes): a torn tail of nothing.
+                self.torn = TornTail(path, 0, 0)
             self._segment_index, self._segment_size, self._segment_lines = number, size, whole
         self.head = Position(seq, digest)
         self.run = run
