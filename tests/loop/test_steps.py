@@ -216,13 +216,41 @@ def _pids(tmp_path: Path) -> tuple[int, int]:
     return int(child), int(grandchild)
 
 
+class JumpClock:
+    """The step's clock, as the test controls it: the machine's monotonic time, until
+    `when()` has held at two reads; from then on `by` seconds later, as if the step had
+    run that long. The second read, not the first, so a step that ends at the moment
+    `when()` comes true (its child's exit) sees the jump only after that end."""
+
+    def __init__(self, when: Callable[[], bool], by: float = 600.0) -> None:
+        self.when, self.by = when, by
+        self.seen = 0
+        self.offset = 0.0
+
+    def __call__(self) -> float:
+        if not self.offset:
+            self.seen += self.when()
+            self.offset = self.by if self.seen >= 2 else 0.0
+        return time.monotonic() + self.offset
+
+
+def _started(tmp_path: Path) -> Callable[[], bool]:
+    """Whether the child has written its pids (and so started its grandchild)."""
+    return (tmp_path / "pids").exists
+
+
+def _child_exited(tmp_path: Path) -> Callable[[], bool]:
+    return lambda: (tmp_path / "pids").exists() and _gone(_pids(tmp_path)[0])
+
+
 def test_timeout_kills_the_whole_group(tmp_path: Path, stray_pids: list[int]) -> None:
-    started = time.monotonic()
-    result = _run(tmp_path, SPAWN_GRANDCHILD + "time.sleep(60)\n", timeout_s=1.0)
+    """The step's time runs out (on its clock) once the child and grandchild are up."""
+    clock = JumpClock(_started(tmp_path))
+    result = _run(tmp_path, SPAWN_GRANDCHILD + "time.sleep(60)\n", timeout_s=600, clock=clock)
     stray_pids.extend(_pids(tmp_path))
-    assert (result.timed_out, result.exit_code) == (True, None)
-    assert time.monotonic() - started < 4
-    assert _wait_gone(_pids(tmp_path)[1]), "grandchild survived the timeout"
+    assert (result.timed_out, result.exit_code, result.signal) == (True, None, None)
+    assert result.duration_s >= 600
+    assert _wait_gone(_pids(tmp_path)[0]) and _wait_gone(_pids(tmp_path)[1])
 
 
 def test_without_waitid_the_group_is_still_killed(
@@ -248,10 +276,12 @@ def test_timeout_escalates_to_sigkill(tmp_path: Path, stray_pids: list[int]) -> 
         Path("pid").write_text(str(os.getpid()))
         time.sleep(60)
     """
-    result = _run(tmp_path, body, timeout_s=0.5)
+    clock = JumpClock((tmp_path / "pid").exists)
+    result = _run(tmp_path, body, timeout_s=600, clock=clock)
     stray_pids.append(int((tmp_path / "pid").read_text()))
     assert (result.timed_out, result.exit_code) == (True, None)
-    assert 2.0 <= result.duration_s < 5
+    # SIGTERM was ignored: SIGKILL came only once the grace had passed on the step's clock.
+    assert result.duration_s >= 600 + steps.GRACE_S
     assert _wait_gone(stray_pids[0])
 
 
@@ -262,10 +292,13 @@ def test_timeout_when_child_closed_its_output(tmp_path: Path) -> None:
 
 
 def test_background_process_is_killed_when_step_ends(tmp_path: Path, stray_pids: list[int]) -> None:
-    result = _run(tmp_path, SPAWN_GRANDCHILD + "print('done')\n")
+    """The step ends with its child: once the child is gone the step's clock jumps past
+    its timeout, so a step the grandchild's pipes held open would end timed out."""
+    clock = JumpClock(_child_exited(tmp_path))
+    result = _run(tmp_path, SPAWN_GRANDCHILD + "print('done')\n", timeout_s=600, clock=clock)
     stray_pids.extend(_pids(tmp_path))
+    assert not result.timed_out, "a grandchild holding the pipes held the step open"
     assert (result.exit_code, result.stdout_tail) == (0, "done\n")
-    assert result.duration_s < 2, "a grandchild holding the pipes held the step open"
     assert _wait_gone(_pids(tmp_path)[1]), "background grandchild outlived its step"
 
 
