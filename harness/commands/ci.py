@@ -333,6 +333,9 @@ ExecStart={exec_start}
 SuccessExitStatus=4
 # A run lasts as long as its steps; each step has its own timeout in the goal file.
 TimeoutStartSec=infinity
+# A stop is the harness's to handle: SIGTERM to it alone, which ends its step's processes,
+# records the stop and exits 143; whatever is left after TimeoutStopSec is then killed.
+KillMode=mixed
 # Hardening that leaves git, the harness and its bubblewrap sandbox working. The file
 # system is read-only apart from the paths below: the repository, the goals' homes, the
 # config's sandbox_binds. No RestrictNamespaces= or SystemCallFilter=: the sandbox makes

@@ -100,6 +100,10 @@ class ObjectReader:
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL,
+                # A session of its own: a stop sent to the run's whole process group (Ctrl-C,
+                # a service manager) is the run's to handle; killed under it, this reader's
+                # death would be reported instead of the stop.
+                start_new_session=True,
             )
         return self._proc
 

@@ -124,6 +124,7 @@ class ObjectCheck:
                 stdin=request,
                 stdout=subprocess.DEVNULL,
                 stderr=self._stderr,
+                start_new_session=True,  # as catfile's reader: a stop is the run's to handle
             )
 
     def finish(self) -> Unreadable | None:

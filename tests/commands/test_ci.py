@@ -674,6 +674,9 @@ def test_systemd_units_written_parse_with_expected_keys(repo: Path, tmp_path: Pa
         "ProtectHome": "read-only",
         "ReadWritePaths": f"{repo} {_homes(tmp_path)}",
         "SuccessExitStatus": "4",
+        # A stop goes to the harness alone (it ends its step and records the stop), not to
+        # its git processes under it (tests/e2e/test_stop_signals.py, the group case).
+        "KillMode": "mixed",
     }.items():
         assert service["Service"][key] == value
     assert _homes(tmp_path).is_dir()  # made: ReadWritePaths of a missing path fails the unit
