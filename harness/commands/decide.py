@@ -8,6 +8,7 @@ at once on this machine's worktree.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TextIO
@@ -30,7 +31,12 @@ from harness.record.visible import line, lines
 from harness.store.gitrepo import Repo
 from harness.store.lock import GoalLock
 from harness.store.remote import runner_id
-from harness.trust.approvals import SignedRecord, append_record, load_approval_file
+from harness.trust.approvals import (
+    SignedRecord,
+    append_record,
+    find_run_approval,
+    load_approval_file,
+)
 from harness.trust.decisions import (
     EXTENDABLE_GATES,
     REVISION_ONLY_GATES,
@@ -113,6 +119,7 @@ def _sign_decision(
     cell = current_cell(repo, control, goal_id, secret, push)
     refuse_if_owners_moved(control, cell, goal_id)
     decision = _decision_for(cell, goal_id, extend, ship=ship)
+    refuse_if_goal_changed(control, cell, goal_id)
     statement = Statement(
         goal=goal_id,
         sha256=cell.goal_sha256 or "",
@@ -209,6 +216,32 @@ def refuse_if_owners_moved(control: Control, cell: Cell, goal_id: str) -> None:
             f" a key of the owners it started under: `harness rotate-owners {goal_id} --key K`"
             " (nothing was written)"
         )
+
+
+def refuse_if_goal_changed(control: Control, cell: Cell, goal_id: str) -> None:
+    """A decision names the goal file the gate was reached under; one signed after the file
+    changed would never cross (the runner gates or revises first), so it is refused before
+    anything is signed, rather than print "signed" and have nothing happen."""
+    data = control.goal_bytes(goal_id)
+    sha256 = hashlib.sha256(data).hexdigest()
+    if cell.goal_sha256 is None or sha256 == cell.goal_sha256:
+        return
+    source = f"goals/{goal_id}.yaml"
+    try:
+        find_run_approval(control.approvals(goal_id), control.owners(), goal_id, sha256, source)
+    except TrustFailure:
+        raise TrustFailure(
+            f"goal {goal_id}: {source} on {control.ref} changed since its approval (sha256 "
+            f"{sha256[:12]}, the gate was reached under {cell.goal_sha256[:12]}); re-approve "
+            f"first: `harness approve {goal_id} --key KEY`, commit it and let `harness run` "
+            "record the revision (nothing was written)"
+        ) from None
+    raise TrustFailure(
+        f"goal {goal_id}: {source} on {control.ref} was changed and approved since the gate "
+        f"was reached (sha256 {sha256[:12]}, the gate's {cell.goal_sha256[:12]}); `harness "
+        f"run {goal_id}` records the revision first, then decide on what it reaches "
+        "(nothing was written)"
+    )
 
 
 def current_cell(
