@@ -4,7 +4,8 @@ The goal branch carries `ledger/<id>/` and a harness commit per step; a pull req
 neither. The ship step gets a commit made from the record alone, so every machine that
 holds the goal branch makes the same commit id (docs/specs/loop.md, "The ship commit"):
 
-- tree: the signed gate commit's tree without its top-level `ledger/`;
+- tree: the signed gate commit's tree with its top-level `ledger/` as the base has it (none
+  when the base has none), so the commit holds the reviewed change and nothing else;
 - parent: the base, the control commit the goal branch was made at (`control_commit` of
   the first `goal.started`: `harness.record.changes.base_after`);
 - message: the objective's first line, the rest of the objective, then the trailers
@@ -74,7 +75,7 @@ def make_ship_commit(
     git_dir: Path, goal_id: str, objective: str, source: ShipSource, signed: str
 ) -> str:
     """Write the ship commit for the signed commit `signed` into the repository; its id."""
-    tree = _tree_without_ledger(git_dir, signed)
+    tree = _tree_with_base_ledger(git_dir, signed, source.base)
     date = run_git(["log", "-1", "--format=%cd", "--date=raw", source.gate_commit], git_dir)
     when = date.stdout.decode().strip()
     env = {
@@ -94,9 +95,17 @@ def make_ship_commit(
     return made.stdout.decode().strip()
 
 
-def _tree_without_ledger(git_dir: Path, commit: str) -> str:
-    listing = run_git(["ls-tree", "-z", commit], git_dir).stdout
-    kept = [e for e in listing.split(b"\0") if e and not e.endswith(b"\tledger")]
+def _tree_with_base_ledger(git_dir: Path, commit: str, base: str) -> str:
+    """The signed commit's tree with its top-level `ledger` as the base has it (or none when
+    the base has none): `git diff <base> <ship commit>` is then exactly the reviewed change,
+    `harness diff`'s `git diff <base> <gate> -- . ':!ledger'`, and nothing of the base's own
+    `ledger/` (a `.gitkeep` from `harness init`) is deleted by it."""
+
+    def entries(rev: str) -> list[bytes]:
+        return [e for e in run_git(["ls-tree", "-z", rev], git_dir).stdout.split(b"\0") if e]
+
+    kept = [e for e in entries(commit) if not e.endswith(b"\tledger")]
+    kept += [e for e in entries(base) if e.endswith(b"\tledger")]
     made = run_git(["mktree", "-z"], git_dir, input=b"".join(e + b"\0" for e in kept))
     return made.stdout.decode().strip()
 
