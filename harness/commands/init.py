@@ -13,7 +13,7 @@ from harness.trust.sshwire import parse_public_key, public_key_line
 
 CONFIG_TEMPLATE = """\
 # goal-harness settings (human-owned; read from the control branch).
-# Every key is optional; see docs/specs/config.md.
+# Every key is optional; each is described in docs/specs/goal-file.md ("Config").
 version: 1
 # control_ref: main            # default: the branch checked out here
 # branch_prefix: harness/      # goal branches are <prefix><id>
@@ -22,6 +22,14 @@ version: 1
 #   halt: {no_progress_passes: 2, max_passes: 50}
 #   timeouts: {build: 30m, judge: 10m, review: 10m, plan: 10m, ship: 10m}
 # scrub_env: [AWS_SECRET_ACCESS_KEY]   # never passed to the agent or the tests
+# redact_env: [DEPLOY_URL]             # values replaced by a receipt in every record
+# sandbox: auto                        # auto | required | off: steps under bubblewrap
+# sandbox_binds: [rw:/var/cache/pip]   # shown to a contained step; rw: makes it writable
+# notify:                              # tell someone of a park, attention, failure
+#   webhook: $SLACK_WEBHOOK_URL        # an http(s) URL, or $NAME from the runner's env
+#   timeout: 10s
+# destructive: []                      # more destructive rules: {class, paths, lines}
+# prices: {input_usd_per_million: 1.25, cached_input_usd_per_million: 0.125, output_usd_per_million: 10}
 """
 OWNERS_HEADER = """\
 # Who may approve goals: git allowed_signers lines, ssh-ed25519 keys only.

@@ -13,7 +13,7 @@ from typing import Any, TextIO
 
 from harness.commands.remote_goal import UNVERIFIED, remote_goal_branches, secret_here
 from harness.commands.session import Session, nothing_notes, open_session
-from harness.errors import HarnessError
+from harness.errors import HarnessError, InvalidInput
 from harness.loop.clock import SystemClock
 from harness.loop.control import Control
 from harness.loop.sandbox import notice
@@ -96,7 +96,14 @@ def _rows(
     for goal_id, ref in remote_goal_branches(repo, prefix).items():
         if f"{prefix}{goal_id}" not in heads and (sha := repo.rev_parse(ref)) is not None:
             heads[f"{prefix}{goal_id}"] = sha
-    ids = goal_ids or sorted(set(control.goal_ids()) | {b[len(prefix) :] for b in heads})
+    known = sorted(set(control.goal_ids()) | {b[len(prefix) :] for b in heads})
+    unknown = [goal_id for goal_id in goal_ids if goal_id not in known]
+    if unknown:
+        raise InvalidInput(
+            f"goal {unknown[0]}: no goals/{unknown[0]}.yaml on {control.ref} and no goal branch "
+            f"{prefix}{unknown[0]} (expected one of: {', '.join(known) or 'no goal yet'})"
+        )
+    ids = goal_ids or known
     cells = [
         _cell(control, goal_id, data, secret.goal_key(goal_id) if secret else None)
         for goal_id, data in zip(ids, _cells(repo, control, ids, heads), strict=True)
