@@ -9,14 +9,16 @@ from __future__ import annotations
 import os
 import sys
 from collections import ChainMap
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import click
 
 from harness import __version__
-from harness.entry import failure_code
+from harness.entry import RUN_OPTIONS, failure_code
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 class HarnessGroup(click.Group):
@@ -51,13 +53,13 @@ def _cwd() -> Path:
     return Path.cwd()
 
 
+def _path_option(flag: str, name: str, help: str, required: bool = False) -> Callable[[F], F]:
+    """An option that names a file or folder, handed to the command as a Path."""
+    return click.option(flag, name, required=required, type=click.Path(path_type=Path), help=help)
+
+
 # approve, ship and unpark all sign with an owner's private key.
-_OWNER_KEY = click.option(
-    "--key",
-    required=True,
-    type=click.Path(path_type=Path),
-    help="An owner's ssh-ed25519 private key file.",
-)
+_OWNER_KEY = _path_option("--key", "key", "An owner's ssh-ed25519 private key file.", True)
 
 
 @click.group(cls=HarnessGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -92,9 +94,7 @@ def secret() -> None:
 
 
 @secret.command("new")
-@click.option(
-    "--file", "file", type=click.Path(path_type=Path), help="Where to write it (mode 0600)."
-)
+@_path_option("--file", "file", "Where to write it (mode 0600).")
 @click.option(
     "--print", "print_only", is_flag=True, help="Print it instead, for a CI secret store."
 )
@@ -158,16 +158,24 @@ def approve(goal_id: str, key: Path) -> None:
     _done(run_approve(_cwd(), goal_id, key, _env(), sys.stdout))
 
 
+def _run_options(command: F) -> F:
+    """run's options from entry.RUN_OPTIONS, the declaration plain_run parses them from."""
+    for option in reversed(RUN_OPTIONS):
+        extra: dict[str, Any] = {"is_flag": True} if option.kind == "flag" else {}
+        if option.kind == "int":
+            extra["type"] = int
+        if option.default is not None:
+            extra |= {"default": option.default, "show_default": True}
+        decorate = click.option(
+            option.flag, option.field, metavar=option.metavar, help=option.help, **extra
+        )
+        command = decorate(command)
+    return command
+
+
 @cli.command()
 @click.argument("goal_ids", nargs=-1)
-@click.option("--max-steps", type=int, help="Stop after this many steps in this invocation.")
-@click.option("--push", metavar="REMOTE", help="Coordinate with other runners through this remote.")
-@click.option(
-    "--jobs", type=int, default=1, show_default=True, help="Advance up to this many goals at once."
-)
-@click.option(
-    "--json", "as_json", is_flag=True, help="Print one JSON document instead of event lines."
-)
+@_run_options
 @click.option("--serve-fd", type=int, hidden=True)  # a worker of `run --jobs` (commands/jobs.py)
 def run(
     goal_ids: tuple[str, ...],
@@ -278,12 +286,7 @@ def status(goal_ids: tuple[str, ...], as_json: bool, check_: bool) -> None:
     show_default=True,
     type=click.Choice(["text", "md", "json", "html"]),
 )
-@click.option(
-    "--out",
-    "out_file",
-    type=click.Path(path_type=Path),
-    help="Write to this file instead of stdout.",
-)
+@_path_option("--out", "out_file", "Write to this file instead of stdout.")
 @click.option(
     "--run",
     "run_number",
@@ -319,12 +322,7 @@ def diff(goal_id: str, iteration: int | None, stat: bool, as_json: bool) -> None
 @cli.command()
 @click.argument("goal_ids", nargs=-1)
 @click.option("--all", "every", is_flag=True, help="Every goal with a record, and an index.")
-@click.option(
-    "--out",
-    "out_dir",
-    type=click.Path(path_type=Path),
-    help="The folder to write index.html and <id>.html into.",
-)
+@_path_option("--out", "out_dir", "The folder to write index.html and <id>.html into.")
 def report(goal_ids: tuple[str, ...], every: bool, out_dir: Path | None) -> None:
     """Write a static, self-contained site: an index of the goals and each one's report.
 
@@ -455,12 +453,7 @@ def ci_cron(every_minutes: int | None, at: str | None, push: str | None, install
 
 
 @ci.command("systemd")
-@click.option(
-    "--dir",
-    "directory",
-    type=click.Path(path_type=Path),
-    help="Write the two unit files here (default: print them).",
-)
+@_path_option("--dir", "directory", "Write the two unit files here (default: print them).")
 @_EVERY
 @_AT
 @_PUSH
@@ -486,12 +479,7 @@ def ci_systemd(
 
 
 @cli.command()
-@click.option(
-    "--dir",
-    "directory",
-    type=click.Path(path_type=Path),
-    help="Build the demo here (default: a new temp folder).",
-)
+@_path_option("--dir", "directory", "Build the demo here (default: a new temp folder).")
 def demo(directory: Path | None) -> None:
     """Run the embedded demo: no network, no model.
 

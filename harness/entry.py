@@ -17,6 +17,7 @@ from collections import ChainMap
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Literal
 
 from harness.errors import HarnessError, Interrupted
 from harness.record.visible import one_line
@@ -64,6 +65,30 @@ def failure_code(exc: BaseException, echo: Callable[[str], None]) -> int | None:
 
 
 @dataclass(frozen=True)
+class RunOption:
+    """One option of `harness run`: cli.py makes it a click option, plain_run parses it."""
+
+    flag: str  # "--max-steps"
+    field: str  # the parameter's name, in click's params and in PlainRun
+    kind: Literal["int", "text", "flag"]  # click: type=int, a string, is_flag
+    help: str
+    metavar: str | None = None
+    default: int | None = None  # shown in --help when set
+
+
+# The one declaration of run's options (besides the goal ids and the hidden --serve-fd of
+# a `run --jobs` worker, which plain_run leaves to click).
+RUN_OPTIONS = (
+    RunOption("--max-steps", "max_steps", "int", "Stop after this many steps in this invocation."),
+    RunOption(
+        "--push", "push", "text", "Coordinate with other runners through this remote.", "REMOTE"
+    ),
+    RunOption("--jobs", "jobs", "int", "Advance up to this many goals at once.", default=1),
+    RunOption("--json", "as_json", "flag", "Print one JSON document instead of event lines."),
+)
+
+
+@dataclass(frozen=True)
 class PlainRun:
     """`harness run` as click would hand it to the command."""
 
@@ -74,7 +99,9 @@ class PlainRun:
     as_json: bool = False
 
 
-_VALUED = {"--max-steps": "max_steps", "--push": "push", "--jobs": "jobs"}
+_BY_FLAG = {option.flag: option for option in RUN_OPTIONS}
+# What each field is when its option is not given, as click has it.
+_UNSET = {o.field: False if o.kind == "flag" else o.default for o in RUN_OPTIONS}
 
 
 def plain_run(argv: list[str]) -> PlainRun | None:
@@ -82,33 +109,29 @@ def plain_run(argv: list[str]) -> PlainRun | None:
     if not argv or argv[0] != "run":
         return None
     ids: list[str] = []
-    given: dict[str, str | bool] = {}
+    given: dict[str, Any] = {}
     rest = iter(argv[1:])
     for arg in rest:
         if not arg.startswith("-"):
             ids.append(arg)
             continue
         name, eq, inline = arg.partition("=")
-        if name == "--json" and not eq:
-            field = "as_json"
-            value: str | bool = True
-        elif name in _VALUED:
-            field = _VALUED[name]
-            value = inline if eq else next(rest, "-")
-            if not value or value.startswith("-") or (field != "push" and not _whole(value)):
-                return None  # a missing or odd value: click names the problem
-        else:
+        option = _BY_FLAG.get(name)
+        if option is None:
             return None  # --help, --serve-fd, `--`, anything unknown or short
-        if field in given:
+        if option.kind == "flag":
+            if eq:
+                return None  # `--json=1`: click refuses it and says so
+            value: Any = True
+        else:
+            text = inline if eq else next(rest, "-")
+            if not text or text.startswith("-") or (option.kind == "int" and not _whole(text)):
+                return None  # a missing or odd value: click names the problem
+            value = int(text) if option.kind == "int" else text
+        if option.field in given:
             return None  # given twice: click's rule, not ours
-        given[field] = value
-    return PlainRun(
-        goal_ids=tuple(ids),
-        max_steps=int(given["max_steps"]) if "max_steps" in given else None,
-        push=str(given["push"]) if "push" in given else None,
-        jobs=int(given["jobs"]) if "jobs" in given else 1,
-        as_json=bool(given.get("as_json", False)),
-    )
+        given[option.field] = value
+    return PlainRun(goal_ids=tuple(ids), **(_UNSET | given))
 
 
 def _whole(text: str) -> bool:

@@ -10,16 +10,16 @@ from typing import TextIO, TypeVar
 
 from harness.errors import HarnessError, InvalidInput, invalid
 from harness.loop.control import CONFIG_PATH, OWNERS_PATH
-from harness.loop.lessons import (
+from harness.model.config import Config, parse_config
+from harness.model.goal import Goal, parse_goal
+from harness.model.goalid import MAX_GOAL_FILE_BYTES, check_goal_id, goal_source, stray_goal_note
+from harness.model.lessons import (
     LESSONS_DIR,
     MAX_LESSONS,
     lesson_source,
     load_lessons,
     parse_lesson,
 )
-from harness.model.config import Config, parse_config
-from harness.model.goal import Goal, parse_goal
-from harness.model.goalid import MAX_GOAL_FILE_BYTES, check_goal_id, goal_source, stray_goal_note
 from harness.model.wording import show_value
 from harness.record.visible import line
 from harness.store.gitrepo import Repo, stored_bytes

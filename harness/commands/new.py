@@ -151,7 +151,7 @@ def new(
 
 def new_lesson(cwd: Path, name: str, out: TextIO) -> int:
     """A lesson template that `harness check` accepts as it is (its keyword: the name)."""
-    from harness.loop.lessons import LESSONS_DIR, lesson_source
+    from harness.model.lessons import LESSONS_DIR, lesson_source
 
     if not GOAL_ID_RE.fullmatch(name):
         raise invalid("--lesson", "", f"{show_value(name)} is not a lesson name", GOAL_ID_EXPECTED)

@@ -14,11 +14,11 @@ from harness.loop.context import RunContext
 from harness.loop.control import Control
 from harness.loop.controller import GoalRunner
 from harness.loop.guards import ChildRecord
-from harness.loop.lessons import Lesson
 from harness.loop.recurring import finish_run_start, start_next_run
 from harness.loop.rest import rests
 from harness.loop.sandbox import Place, offline_refusal, resolve
 from harness.model.goal import Goal
+from harness.model.lessons import Lesson
 from harness.record.cell import Cell
 from harness.record.events import TERMINAL, WAITING
 from harness.record.hydrate import Committed, GoalPaths, Loaded, committed_view, load

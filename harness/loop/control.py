@@ -18,8 +18,8 @@ from harness.trust.approvals import SignedRecord, Verdict, find_run_approval, pa
 from harness.trust.owners import Owner, parse_owners
 
 if TYPE_CHECKING:
-    from harness.loop.lessons import Lesson
     from harness.model.goal import Goal
+    from harness.model.lessons import Lesson
     from harness.record.cell import Cell
     from harness.trust.secret import Secret
 
@@ -197,7 +197,7 @@ class Control:
 
     def lessons(self) -> tuple[Lesson, ...]:
         """The team's lessons on the control ref (`lessons/*.yaml`); a bad one is exit 2."""
-        from harness.loop.lessons import LESSONS_DIR, load_lessons
+        from harness.model.lessons import LESSONS_DIR, load_lessons
 
         names = [
             n for n in self.objects.names(f"{self.commit}:{LESSONS_DIR}") if n.endswith(".yaml")

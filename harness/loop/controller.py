@@ -26,9 +26,10 @@ from harness.loop.clock import later
 from harness.loop.context import RunContext
 from harness.loop.crossing import Crossing
 from harness.loop.finish import FINISH, MAX_LISTED_PATHS, Ran, unavailable_detail
-from harness.loop.guards import ChildRecord, GitConfigGuard, RecordGuard, StepWatch
+from harness.loop.guards import ChildRecord, GitConfigGuard, RecordGuard
 from harness.loop.layer import LayerFailure
-from harness.loop.lessons import Lesson, select
+from harness.loop.lesson_checks import check_lessons
+from harness.loop.lessons import select
 from harness.loop.progress import Progress, progress_text
 from harness.loop.prompt import build_prompt
 from harness.loop.recorder import call_id, fit_text
@@ -37,6 +38,7 @@ from harness.loop.shipcommit import unfaithful_refusal
 from harness.loop.spend import budget_limits, recurrence, remaining_env
 from harness.loop.steps import StepResult, cannot_start, child_env, run_step
 from harness.model.goal import BuildSpec, Goal, JudgeSpec, StepSpec
+from harness.model.lessons import Lesson
 from harness.record.cell import Cell, pending_classes
 from harness.record.events import (
     READ_ONLY_STEPS,
@@ -219,48 +221,10 @@ class GoalRunner(Crossing):
         failed = [x for x in self.lessons if failing == f"lesson:{x.name}" and x not in chosen]
         return (*failed, *chosen)
 
-    def check_lessons(self) -> list[tuple[Lesson, StepResult]] | None:
-        """Run the check of every lesson a build was given: read-only, like the judge, and
-        watched like every step. The failed checks, or None when a check stopped the goal."""
-        checks = [x for x in self.lessons if x.name in self.cell.lessons_given and x.check]
-        watch = StepWatch(self.wt) if checks else None
-        results = []
-        for lesson in checks:
-            assert lesson.check is not None
-            env = child_env(
-                self.ctx.base_env,
-                self.ctx.control.config.scrub_env,
-                {"HARNESS_GOAL": self.goal.id, "HARNESS_STEP": "lesson-check"},
-            )
-            try:
-                with self.contained("lesson-check", lesson.check, env) as box:
-                    timeout = lesson.check_timeout_s
-                    result = run_step(box.argv, self.wt.path, box.env, b"", timeout)
-            except LayerFailure as exc:
-                result = cannot_start(str(exc))
-            results.append((lesson, result))
-        tampered = watch.tampered() if watch else None  # before a byte is appended
-        for lesson, result in results:
-            passed = result.exit_code == 0 and not result.timed_out
-            output = {"output_tail": fit_text(result.output_tail, 4000)}
-            data = {"exit_code": result.exit_code, "passed": passed} | output
-            if not passed and lesson.check_enforce == "warn":
-                data["warned"] = True  # recorded and shown, never blocks the done gate
-            self.emit("lesson.checked", None, self.cell.iteration, lesson.as_ref() | data)
-        changed = watch.changed_paths() if watch and not tampered else []
-        if tampered or changed:
-            names = ", ".join(x.name for x in checks)
-            reason, what = ("tamper", tampered) if tampered else ("read_only_violation", "")
-            what = what or "is read-only but changed: " + ", ".join(changed[:20])
-            self.gate("needs_attention", reason, f"the lesson check of {names} {what}")
-            return None
-        blocking = [(x, r) for x, r in results if x.check_enforce != "warn"]
-        return [(x, r) for x, r in blocking if r.exit_code != 0 or r.timed_out]
-
     def done_gate(self) -> None:
         missing = [f for f in self.goal.expect_files if not (self.wt.path / f).exists()]
         short = self.expect_shortfalls()
-        failed = [] if missing or short else self.check_lessons()
+        failed = [] if missing or short else check_lessons(self)
         if failed is None:
             return
         if failed:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from harness.loop.lessons import Lesson, prompt_section
+from harness.loop.lessons import prompt_section
 from harness.model.goal import Goal
+from harness.model.lessons import Lesson
 from harness.record.cell import Cell
 
 

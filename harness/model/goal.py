@@ -257,7 +257,7 @@ def _checked_owner(owner: str, owner_principals: Collection[str] | None, source:
 
 def _build_spec(raw: Mapping[str, Any], default_timeout: int, source: str) -> BuildSpec:
     return BuildSpec(
-        run=_command(raw["run"], source, "build.run"),
+        run=command_argv(raw["run"], source, "build.run"),
         timeout_s=_timeout(raw, default_timeout, source, "build"),
         format=raw.get("format", "plain"),
         network=raw.get("network", True),
@@ -267,7 +267,7 @@ def _build_spec(raw: Mapping[str, Any], default_timeout: int, source: str) -> Bu
 def _judge_spec(raw: Mapping[str, Any], default_timeout: int, source: str) -> JudgeSpec:
     junit = raw.get("junit")
     return JudgeSpec(
-        run=_command(raw["run"], source, "judge.run"),
+        run=command_argv(raw["run"], source, "judge.run"),
         timeout_s=_timeout(raw, default_timeout, source, "judge"),
         junit=None if junit is None else _relative_path(junit, source, "judge.junit"),
         network=raw.get("network", True),
@@ -279,7 +279,7 @@ def _step_spec(
 ) -> StepSpec | None:
     if raw is None:
         return None
-    run = _command(raw["run"], source, f"{name}.run")
+    run = command_argv(raw["run"], source, f"{name}.run")
     timeout_s = _timeout(raw, default_timeout, source, name)
     return StepSpec(run=run, timeout_s=timeout_s, network=raw.get("network", True))
 
@@ -290,7 +290,7 @@ def _timeout(raw: Mapping[str, Any], default: int, source: str, step: str) -> in
     return parse_duration(raw["timeout"], source, f"{step}.timeout")
 
 
-def _command(value: str | list[str], source: str, key: str) -> tuple[str, ...]:
+def command_argv(value: str | list[str], source: str, key: str) -> tuple[str, ...]:
     """argv from a list as given, or from a string split into shell words (no shell runs)."""
     if isinstance(value, list):
         args = tuple(value)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.loop.lessons import parse_lesson
+from harness.model.lessons import parse_lesson
 from tests.managed import (
     SECRET,
     Key,

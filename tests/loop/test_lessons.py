@@ -15,21 +15,19 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from harness.errors import InvalidInput
-from harness.loop.lessons import (
+from harness.loop.lessons import MAX_PROMPT_SECTION_CHARS, prompt_section, select
+from harness.model import yamlutil
+from harness.model.lessons import (
     DEFAULT_CHECK_TIMEOUT_S,
     MAX_LESSON_FILE_BYTES,
     MAX_LESSON_TEXT_CHARS,
     MAX_LESSONS,
     MAX_MATCHED_TEST_CHARS,
-    MAX_PROMPT_SECTION_CHARS,
     Lesson,
     lesson_source,
     load_lessons,
     parse_lesson,
-    prompt_section,
-    select,
 )
-from harness.model import yamlutil
 from tests.yamledits import DELETE, FUZZ, byte_edits, edited, mutated, with_changes
 from tests.yamledits import json_values as json_values_for
 

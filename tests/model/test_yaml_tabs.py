@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from harness.errors import InvalidInput
-from harness.loop.lessons import parse_lesson
 from harness.model.config import DEFAULT_CONFIG, parse_config
 from harness.model.goal import parse_goal
+from harness.model.lessons import parse_lesson
 from tests.managed import ManagedFactory
 
 TABBED_GOAL = b"version: 1\nid: g1\nbuild:\n\trun: [make]\n"
