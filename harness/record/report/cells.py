@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from harness.record.report.fmt import clock
-from harness.record.report.safe import esc
+from harness.record.report.safe import Html, html, join
 
 _TONES = {
     "completed": "pass",
@@ -18,20 +18,22 @@ def tone_of(status: str) -> str:
     return _TONES.get(status, "neutral")
 
 
-def badge(label: str, tone: str) -> str:
-    return f'<span class="badge tone-{tone}">{esc(label)}</span>'
+def badge(label: str, tone: str) -> Html:
+    return html('<span class="badge tone-{}">{}</span>', tone, label)
 
 
 _NUMERIC = frozenset({"seq", "duration", "cost", "turns", "iteration"})
 
 
-def heading_cells(headings: tuple[str, ...]) -> str:
-    numeric = ' class="num"'
-    return "".join(
-        f'<th scope="col"{numeric if name in _NUMERIC else ""}>{name}</th>' for name in headings
+def heading_cells(headings: tuple[str, ...]) -> Html:
+    return join(
+        html('<th scope="col" class="num">{}</th>', name)
+        if name in _NUMERIC
+        else html('<th scope="col">{}</th>', name)
+        for name in headings
     )
 
 
-def seq_cells(first: int, last: int | None, ts: str) -> str:
-    seq = f"{first:,}" if last is None or last == first else f"{first:,}–{last:,}"
-    return f'<td class="num">{seq}</td><td><span title="{esc(ts)}">{esc(clock(ts))}</span></td>'
+def seq_cells(first: int, last: int | None, ts: str) -> Html:
+    seq = html("{:,}", first) if last is None or last == first else html("{:,}–{:,}", first, last)
+    return html('<td class="num">{}</td><td><span title="{}">{}</span></td>', seq, ts, clock(ts))

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from harness.record.cell import Spend
 from harness.record.report.fmt import FORMATS, TICKS, count
 from harness.record.report.model import Point
-from harness.record.report.safe import esc, finite
+from harness.record.report.safe import EMPTY, Html, finite, html, join
 
 _PANELS = (
     ("cost_usd", "Cost (USD)"),
@@ -39,37 +39,45 @@ class Frame:
         return self.top + self.height * (1 - value / self.y_max)
 
 
-def chart(points: list[Point], builds: int, final_limit: Spend) -> str:
+def chart(points: list[Point], builds: int, final_limit: Spend) -> Html:
     height = LEGEND_H + 2 * PANEL_H
-    panels = "".join(
+    panels = join(
         _panel(points, builds, final_limit, key, title, i) for i, (key, title) in enumerate(_PANELS)
     )
-    note = "" if builds else _no_builds(height)
-    return (
-        f'<svg id="budget-chart" role="img" aria-labelledby="budget-chart-title" '
-        f'viewBox="0 0 {2 * PANEL_W} {height}" width="100%" preserveAspectRatio="xMidYMin meet">\n'
+    note = _no_builds(height) if not builds else EMPTY
+    return html(
+        '<svg id="budget-chart" role="img" aria-labelledby="budget-chart-title" '
+        'viewBox="0 0 {} {}" width="100%" preserveAspectRatio="xMidYMin meet">\n'
         '<title id="budget-chart-title">Cumulative budget used after each build, '
         "against its limit</title>\n"
-        f"{_legend(builds)}{panels}{note}</svg>\n"
+        "{}{}{}</svg>\n",
+        2 * PANEL_W,
+        height,
+        _legend(builds),
+        panels,
+        note,
     )
 
 
-def _no_builds(height: int) -> str:
-    return (
-        f'<text class="note" x="{PANEL_W}" y="{height / 2 + 10:.0f}" text-anchor="middle">'
-        "no builds yet</text>\n"
+def _no_builds(height: int) -> Html:
+    return html(
+        '<text class="note" x="{}" y="{:.0f}" text-anchor="middle">no builds yet</text>\n',
+        PANEL_W,
+        height / 2 + 10,
     )
 
 
-def _legend(builds: int) -> str:
-    return (
+def _legend(builds: int) -> Html:
+    return html(
         '<g class="legend">'
         '<line class="used" x1="20" y1="18" x2="52" y2="18"/>'
         '<text x="58" y="22">used, cumulative</text>'
         '<line class="limit" x1="200" y1="18" x2="232" y2="18"/>'
         '<text x="238" y="22">limit</text>'
-        f'<text x="{2 * PANEL_W - 20}" y="22" text-anchor="end">'
-        f"x axis: builds, 1 to {builds:,}</text></g>\n"
+        '<text x="{}" y="22" text-anchor="end">'
+        "x axis: builds, 1 to {:,}</text></g>\n",
+        2 * PANEL_W - 20,
+        builds,
     )
 
 
@@ -86,7 +94,7 @@ def _amount(spend: Spend, key: str) -> float:
     return max(0.0, finite(getattr(spend, key)))
 
 
-def _panel(points: list[Point], builds: int, final: Spend, key: str, title: str, i: int) -> str:
+def _panel(points: list[Point], builds: int, final: Spend, key: str, title: str, i: int) -> Html:
     values = [(p.build, _amount(p.used, key)) for p in points]
     limit = _amount(final, key)
     # The limit in force at each build, then today's: an extension after the last build shows,
@@ -94,38 +102,53 @@ def _panel(points: list[Point], builds: int, final: Spend, key: str, title: str,
     limits = [(p.build, _amount(p.limit, key)) for p in points] + [(max(builds, 1), limit)]
     frame = _frame(i, builds, max(v for _, v in values + limits))
     last = values[-1][1] if values else 0.0
-    return (
-        f'<g class="panel panel-{key}">\n'
-        f"{_panel_title(frame, title, key, last, limit)}"
-        f"{_axes(frame, key, limit, last, max(v for _, v in limits))}"
-        f"{_limit_path(frame, limits)}"
-        f"{_used_line(frame, values)}</g>\n"
+    return html(
+        '<g class="panel panel-{}">\n{}{}{}{}</g>\n',
+        key,
+        _panel_title(frame, title, key, last, limit),
+        _axes(frame, key, limit, last, max(v for _, v in limits)),
+        _limit_path(frame, limits),
+        _used_line(frame, values),
     )
 
 
-def _panel_title(frame: Frame, title: str, key: str, used: float, limit: float) -> str:
+def _panel_title(frame: Frame, title: str, key: str, used: float, limit: float) -> Html:
     fmt = FORMATS[key]
-    share = f" ({used / limit * 100:.0f}%)" if limit > 0 else ""
-    return (
-        f'<text class="panel-title" x="{frame.left:.0f}" y="{frame.top - 14:.0f}">'
-        f"{esc(title)}: {esc(fmt(used))} of {esc(fmt(limit))}{share}</text>\n"
+    share = html(" ({:.0f}%)", used / limit * 100) if limit > 0 else EMPTY
+    return html(
+        '<text class="panel-title" x="{:.0f}" y="{:.0f}">{}: {} of {}{}</text>\n',
+        frame.left,
+        frame.top - 14,
+        title,
+        fmt(used),
+        fmt(limit),
+        share,
     )
 
 
-def _axes(frame: Frame, key: str, limit: float, spend: float, highest: float) -> str:
+def _axes(frame: Frame, key: str, limit: float, spend: float, highest: float) -> Html:
     right, bottom = frame.left + frame.width, frame.top + frame.height
     parts = [
         _y_tick(frame, key, value, right) for value in _y_ticks(frame, key, limit, spend, highest)
     ]
     parts += [_x_tick(frame, build, bottom) for build in _x_ticks(int(frame.x_max))]
     parts.append(
-        f'<path class="axis" d="M{frame.left:.1f} {frame.top:.1f}V{bottom:.1f}H{right:.1f}"/>'
+        html(
+            '<path class="axis" d="M{:.1f} {:.1f}V{:.1f}H{:.1f}"/>',
+            frame.left,
+            frame.top,
+            bottom,
+            right,
+        )
     )
     parts.append(
-        f'<text class="axis-label" x="{frame.left + frame.width / 2:.1f}" y="{bottom + 34:.1f}" '
-        'text-anchor="middle">builds</text>'
+        html(
+            '<text class="axis-label" x="{:.1f}" y="{:.1f}" text-anchor="middle">builds</text>',
+            frame.left + frame.width / 2,
+            bottom + 34,
+        )
     )
-    return "\n".join(parts) + "\n"
+    return html("{}\n", join(parts, Html("\n")))
 
 
 def _y_ticks(frame: Frame, key: str, limit: float, spend: float, highest: float) -> list[float]:
@@ -145,12 +168,17 @@ def _y_ticks(frame: Frame, key: str, limit: float, spend: float, highest: float)
     return sorted(kept)
 
 
-def _y_tick(frame: Frame, key: str, value: float, right: float) -> str:
+def _y_tick(frame: Frame, key: str, value: float, right: float) -> Html:
     y = frame.y(value)
-    return (
-        f'<line class="grid" x1="{frame.left:.1f}" y1="{y:.1f}" x2="{right:.1f}" y2="{y:.1f}"/>'
-        f'<text class="tick" x="{frame.left - 6:.1f}" y="{y + 4:.1f}" text-anchor="end">'
-        f"{esc(TICKS.get(key, FORMATS[key])(value))}</text>"
+    return html(
+        '<line class="grid" x1="{left:.1f}" y1="{y:.1f}" x2="{right:.1f}" y2="{y:.1f}"/>'
+        '<text class="tick" x="{x:.1f}" y="{label:.1f}" text-anchor="end">{text}</text>',
+        left=frame.left,
+        y=y,
+        right=right,
+        x=frame.left - 6,
+        label=y + 4,
+        text=TICKS.get(key, FORMATS[key])(value),
     )
 
 
@@ -160,34 +188,41 @@ def _x_ticks(builds: int) -> list[int]:
     return sorted({round(builds * i / 5) for i in range(6)})
 
 
-def _x_tick(frame: Frame, build: int, bottom: float) -> str:
-    x = frame.x(build)
-    return (
-        f'<line class="axis" x1="{x:.1f}" y1="{bottom:.1f}" x2="{x:.1f}" y2="{bottom + 4:.1f}"/>'
-        f'<text class="tick" x="{x:.1f}" y="{bottom + 16:.1f}" text-anchor="middle">'
-        f"{build:,}</text>"
+def _x_tick(frame: Frame, build: int, bottom: float) -> Html:
+    return html(
+        '<line class="axis" x1="{x:.1f}" y1="{bottom:.1f}" x2="{x:.1f}" y2="{tick:.1f}"/>'
+        '<text class="tick" x="{x:.1f}" y="{label:.1f}" text-anchor="middle">{build:,}</text>',
+        x=frame.x(build),
+        bottom=bottom,
+        tick=bottom + 4,
+        label=bottom + 16,
+        build=build,
     )
 
 
-def _limit_path(frame: Frame, limits: list[tuple[int, float]]) -> str:
+def _limit_path(frame: Frame, limits: list[tuple[int, float]]) -> Html:
     """A step line: each build is held to the limit in force when it finished."""
     d = f"M{frame.x(0):.1f} {frame.y(limits[0][1]):.1f}"
     for build, value in limits:
         d += f"V{frame.y(value):.1f}H{frame.x(build):.1f}"
     end = frame.y(limits[-1][1])
-    return (
-        f'<path class="limit" d="{d}"/>'
-        f'<text class="limit-label" x="{frame.left + frame.width + 4:.1f}" y="{end + 4:.1f}">'
-        "limit</text>\n"
+    return html(
+        '<path class="limit" d="{}"/>'
+        '<text class="limit-label" x="{:.1f}" y="{:.1f}">limit</text>\n',
+        d,  # numbers only, escaped all the same
+        frame.left + frame.width + 4,
+        end + 4,
     )
 
 
-def _used_line(frame: Frame, values: list[tuple[int, float]]) -> str:
+def _used_line(frame: Frame, values: list[tuple[int, float]]) -> Html:
     if not values:
-        return ""
+        return EMPTY
     coords = [(frame.x(0), frame.y(0))] + [(frame.x(b), frame.y(v)) for b, v in values]
     line = " ".join(f"{x:.1f},{y:.1f}" for x, y in coords)
     # Dots only while they stay apart; a sampled long run reads better as a plain line.
     dots = coords[1:] if len(coords) <= 60 else coords[-1:]
-    circles = "".join(f'<circle class="used" cx="{x:.1f}" cy="{y:.1f}" r="3"/>' for x, y in dots)
-    return f'<polyline class="used" points="{line}"/>{circles}\n'
+    circles = join(
+        html('<circle class="used" cx="{:.1f}" cy="{:.1f}" r="3"/>', x, y) for x, y in dots
+    )
+    return html('<polyline class="used" points="{}"/>{}\n', line, circles)

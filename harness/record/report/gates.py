@@ -9,92 +9,117 @@ from harness.record.report.cells import badge, heading_cells, seq_cells, tone_of
 from harness.record.report.collect import Collector
 from harness.record.report.fmt import plural
 from harness.record.report.model import Decision, Gate, Window
-from harness.record.report.safe import esc
+from harness.record.report.safe import EMPTY, Html, esc, html, join
 
 T = TypeVar("T")
 
 
-def _entries(window: Window[T], render: Callable[[T], str], what: str, columns: int) -> str:
+def _entries(window: Window[T], render: Callable[[T], Html], what: str, columns: int) -> Html:
     rows = [render(item) for item in window.head]
     if window.folded:
         rows.append(
-            f'<tr class="folded"><td colspan="{columns}">'
-            f"… {plural(window.folded, what)} folded here</td></tr>\n"
+            html(
+                '<tr class="folded"><td colspan="{}">… {} folded here</td></tr>\n',
+                columns,
+                plural(window.folded, what),
+            )
         )
     rows += [render(item) for item in window.tail]
     if not window.count:
-        rows.append(f'<tr><td colspan="{columns}" class="muted">none</td></tr>\n')
-    return "".join(rows)
+        rows.append(html('<tr><td colspan="{}" class="muted">none</td></tr>\n', columns))
+    return join(rows)
 
 
-def _table(section: str, title: str, headings: tuple[str, ...], rows: str) -> str:
-    heads = heading_cells(headings)
-    return (
-        f'<section id="{section}">\n<h2>{title}</h2>\n<table class="entries">\n'
-        f"<thead><tr>{heads}</tr></thead>\n<tbody>\n{rows}</tbody>\n</table>\n</section>\n"
+def _table(section: str, title: str, headings: tuple[str, ...], rows: Html) -> Html:
+    return html(
+        '<section id="{}">\n<h2>{}</h2>\n<table class="entries">\n'
+        "<thead><tr>{}</tr></thead>\n<tbody>\n{}</tbody>\n</table>\n</section>\n",
+        section,
+        title,
+        heading_cells(headings),
+        rows,
     )
 
 
 _GATE_HEADINGS = ("seq", "time", "iteration", "status", "reason", "evidence", "outcome")
 
 
-def gates_section(page: Collector) -> str:
+def gates_section(page: Collector) -> Html:
     rows = _entries(page.gates, _gate_row, "gate", len(_GATE_HEADINGS))
     return _table("gates", "Gates", _GATE_HEADINGS, rows)
 
 
-def _gate_row(gate: Gate) -> str:
+def _gate_row(gate: Gate) -> Html:
     outcome = badge("open", tone_of(gate.status)) if gate.outcome == "open" else esc(gate.outcome)
-    return (
-        f'<tr class="gate gate-{esc(gate.status)}">{seq_cells(gate.seq, None, gate.ts)}'
-        f'<td class="num">{gate.iteration:,}</td><td>{badge(gate.status, tone_of(gate.status))}</td>'
-        f'<td><code class="reason">{esc(gate.reason)}</code></td>'
-        f'<td><span class="text">{esc(gate.detail)}</span></td><td>{outcome}</td></tr>\n'
+    return html(
+        '<tr class="gate gate-{status}">{seq}'
+        '<td class="num">{iteration:,}</td><td>{badge}</td>'
+        '<td><code class="reason">{reason}</code></td>'
+        '<td><span class="text">{detail}</span></td><td>{outcome}</td></tr>\n',
+        status=gate.status,
+        seq=seq_cells(gate.seq, None, gate.ts),
+        iteration=gate.iteration,
+        badge=badge(gate.status, tone_of(gate.status)),
+        reason=gate.reason,
+        detail=gate.detail,
+        outcome=outcome,
     )
 
 
 _DECISION_HEADINGS = ("seq", "time", "decision", "signed by", "bound to", "crossed gate")
 
 
-def decisions_section(page: Collector) -> str:
+def decisions_section(page: Collector) -> Html:
     rows = _entries(page.decisions, _decision_row, "decision", len(_DECISION_HEADINGS))
     return _table("decisions", "Signed decisions and approvals", _DECISION_HEADINGS, rows)
 
 
-def _decision_row(d: Decision) -> str:
+def _decision_row(d: Decision) -> Html:
     kind = "run" if d.decision.startswith("run ") else d.decision.split(" ")[0]
-    signers = "".join(f'<li class="signer">{esc(s)}</li>' for s in d.signers)
+    signers = join(html('<li class="signer">{}</li>', s) for s in d.signers)
     signed = (
-        f'<ul class="signers">{signers}</ul>'
+        html('<ul class="signers">{}</ul>', signers)
         if signers
-        else '<span class="muted">none recorded</span>'
+        else html('<span class="muted">none recorded</span>')
     )
-    bound = (
-        "".join(
-            f'<div><span class="muted">{esc(name)}</span> <code class="wrap">{esc(value)}</code></div>'
-            for name, value in d.bound
-        )
-        or '<span class="muted">not recorded</span>'
+    bound = join(
+        html('<div><span class="muted">{}</span> <code class="wrap">{}</code></div>', name, value)
+        for name, value in d.bound
+    ) or html('<span class="muted">not recorded</span>')
+    crossed = (
+        html("<code>{}</code>", d.crossed) if d.crossed else html('<span class="muted">-</span>')
     )
-    crossed = f"<code>{esc(d.crossed)}</code>" if d.crossed else '<span class="muted">-</span>'
-    return (
-        f'<tr class="decision decision-{esc(kind)}">{seq_cells(d.seq, None, d.ts)}'
-        f"<td>{esc(d.decision)}</td><td>{signed}</td><td>{bound}</td><td>{crossed}</td></tr>\n"
+    return html(
+        '<tr class="decision decision-{}">{}<td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n',
+        kind,
+        seq_cells(d.seq, None, d.ts),
+        d.decision,
+        signed,
+        bound,
+        crossed,
     )
 
 
 _RUN_HEADINGS = ("run", "started", "outcome", "cost", "agent seconds", "turns")
 
 
-def runs_section(page: Collector) -> str:
+def runs_section(page: Collector) -> Html:
     """A recurring goal's runs with their outcome and spend; nothing for a one-shot goal."""
     runs = page.runs
     if not runs.rows:
-        return ""
-    rows = "".join(
-        f'<tr class="run"><td class="num">{r.run:,}</td><td>{esc(r.started)}</td>'
-        f'<td>{esc(r.outcome)}</td><td class="num">${r.cost_usd:.2f}</td>'
-        f'<td class="num">{r.seconds:.1f}</td><td class="num">{r.turns:,}</td></tr>\n'
+        return EMPTY
+    rows = join(
+        html(
+            '<tr class="run"><td class="num">{:,}</td><td>{}</td>'
+            '<td>{}</td><td class="num">${:.2f}</td>'
+            '<td class="num">{:.1f}</td><td class="num">{:,}</td></tr>\n',
+            r.run,
+            r.started,
+            r.outcome,
+            r.cost_usd,
+            r.seconds,
+            r.turns,
+        )
         for r in runs.rows
     )
     shown = len(runs.rows)

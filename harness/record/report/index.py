@@ -12,8 +12,8 @@ from harness.record.events import WAITING
 from harness.record.report.cells import badge, tone_of
 from harness.record.report.collect import Collector
 from harness.record.report.fmt import FORMATS, plural
-from harness.record.report.page import head
-from harness.record.report.safe import esc
+from harness.record.report.page import END, head
+from harness.record.report.safe import Html, href, html, join, page_bytes
 
 
 @dataclass(frozen=True)
@@ -57,38 +57,58 @@ _HEADINGS = ("goal", "status", "gate", "waiting since", "spend against limit", "
 
 
 def render_index(rows: list[GoalRow], note: str) -> bytes:
-    body = "".join(_row(row) for row in sorted(rows, key=lambda r: r.goal_id))
-    heads = "".join(f'<th scope="col">{name}</th>' for name in _HEADINGS)
+    body = join(_row(row) for row in sorted(rows, key=lambda r: r.goal_id))
+    heads = join(html('<th scope="col">{}</th>', name) for name in _HEADINGS)
     waiting = sum(1 for row in rows if row.status in WAITING)
-    page = (
-        head("goal-harness: every goal")
-        + '<header id="summary">\n<p class="kicker">goal-harness overview</p>\n'
-        f"<h1>{plural(len(rows), 'goal')}</h1>\n"
-        f'<p class="verify">{esc(note)}</p>\n'
-        f"<p>{plural(waiting, 'goal')} waiting for a human.</p>\n</header>\n"
-        '<section id="goals">\n<table class="entries">\n'
-        f"<thead><tr>{heads}</tr></thead>\n<tbody>\n{body}</tbody>\n</table>\n</section>\n"
-        "<footer>\n<p>Rendered from each goal's ledger by <code>harness report --all</code>; "
-        "the same ledgers always give the same pages.</p>\n</footer>\n"
-        "</main>\n</body>\n</html>\n"
+    return page_bytes(
+        [
+            head("goal-harness: every goal"),
+            html(
+                '<header id="summary">\n<p class="kicker">goal-harness overview</p>\n'
+                "<h1>{}</h1>\n"
+                '<p class="verify">{}</p>\n'
+                "<p>{} waiting for a human.</p>\n</header>\n"
+                '<section id="goals">\n<table class="entries">\n'
+                "<thead><tr>{}</tr></thead>\n<tbody>\n{}</tbody>\n</table>\n</section>\n"
+                "<footer>\n<p>Rendered from each goal's ledger by <code>harness report --all</code>; "
+                "the same ledgers always give the same pages.</p>\n</footer>\n",
+                plural(len(rows), "goal"),
+                note,
+                plural(waiting, "goal"),
+                heads,
+                body,
+            ),
+            END,
+        ]
     )
-    return page.encode("utf-8")
 
 
-def _row(row: GoalRow) -> str:
-    name = f"<code>{esc(row.goal_id)}</code>"
-    link = f'<a href="{esc(row.href)}">{name}</a>' if row.href else name
+def _row(row: GoalRow) -> Html:
+    name = html("<code>{}</code>", row.goal_id)
+    link = html('<a href="{}">{}</a>', href(row.href), name) if row.href else name
     if row.problem:
-        return (
-            f'<tr class="goal goal-failed" id="goal-{esc(row.goal_id)}"><td>{link}</td>'
-            f"<td>{badge('unreadable', 'fail')}</td>"
-            f'<td colspan="4"><span class="text">{esc(row.problem)}</span></td></tr>\n'
+        return html(
+            '<tr class="goal goal-failed" id="goal-{}"><td>{}</td>'
+            "<td>{}</td>"
+            '<td colspan="4"><span class="text">{}</span></td></tr>\n',
+            row.goal_id,
+            link,
+            badge("unreadable", "fail"),
+            row.problem,
         )
-    gate = esc(row.gate) if row.gate else '<span class="muted">-</span>'
-    return (
-        f'<tr class="goal" id="goal-{esc(row.goal_id)}"><td>{link}</td>'
-        f"<td>{badge(row.status, tone_of(row.status))}</td><td>{gate}</td>"
-        f"<td>{esc(row.waiting_since)}</td><td>{esc(row.spend)}</td>"
-        f'<td><span title="{esc(row.last_ts)}">{esc(row.last_ts)}</span> '
-        f'<span class="text">{esc(row.last_event)}</span></td></tr>\n'
+    gate = html("{}", row.gate) if row.gate else html('<span class="muted">-</span>')
+    return html(
+        '<tr class="goal" id="goal-{id}"><td>{link}</td>'
+        "<td>{badge}</td><td>{gate}</td>"
+        "<td>{since}</td><td>{spend}</td>"
+        '<td><span title="{ts}">{ts}</span> '
+        '<span class="text">{event}</span></td></tr>\n',
+        id=row.goal_id,
+        link=link,
+        badge=badge(row.status, tone_of(row.status)),
+        gate=gate,
+        since=row.waiting_since,
+        spend=row.spend,
+        ts=row.last_ts,
+        event=row.last_event,
     )

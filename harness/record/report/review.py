@@ -11,89 +11,116 @@ from harness.record.cell import Cell
 from harness.record.evidence import binds, diff_command, sign_command
 from harness.record.notes import IterationEvidence, IterationNote
 from harness.record.report.cells import badge, tone_of
-from harness.record.report.safe import esc
+from harness.record.report.safe import EMPTY, Html, esc, html, join
 
 
-def objective_section(evidence: IterationEvidence) -> str:
+def objective_section(evidence: IterationEvidence) -> Html:
     if not evidence.objective:
-        return ""
-    return (
+        return EMPTY
+    return html(
         '<section id="objective">\n<h2>Objective</h2>\n'
-        f'<pre class="text block">{esc(evidence.objective.rstrip())}</pre>\n</section>\n'
+        '<pre class="text block">{}</pre>\n</section>\n',
+        evidence.objective.rstrip(),
     )
 
 
-def decision_section(evidence: IterationEvidence, cell: Cell) -> str:
+def decision_section(evidence: IterationEvidence, cell: Cell) -> Html:
     sign = sign_command(cell, evidence.goal_id)
     if sign is None:
-        return ""
-    rows = "".join(
-        f'<tr><th scope="row">{esc(name)}</th><td><code class="wrap">{esc(value)}</code></td></tr>\n'
+        return EMPTY
+    rows = join(
+        html('<tr><th scope="row">{}</th><td><code class="wrap">{}</code></td></tr>\n', name, value)
         for name, value in binds(cell)
     )
-    return (
+    return html(
         '<section id="decision">\n<h2>Decision needed</h2>\n'
-        f"<p>The goal waits at {badge(cell.gate or '', tone_of(cell.status))}. "
-        f"Review the change with <code>{esc(diff_command(evidence.goal_id))}</code>; "
+        "<p>The goal waits at {}. "
+        "Review the change with <code>{}</code>; "
         "a signature binds:</p>\n"
-        f'<table class="facts">\n{rows}</table>\n'
-        f'<p>Sign with: <code id="sign-command">{esc(sign)}</code></p>\n</section>\n'
+        '<table class="facts">\n{}</table>\n'
+        '<p>Sign with: <code id="sign-command">{}</code></p>\n</section>\n',
+        badge(cell.gate or "", tone_of(cell.status)),
+        diff_command(evidence.goal_id),
+        rows,
+        sign,
     )
 
 
-def changes_section(evidence: IterationEvidence) -> str:
+def changes_section(evidence: IterationEvidence) -> Html:
     if not evidence.iterations:
-        return ""
-    note = ""
+        return EMPTY
+    note = EMPTY
     if evidence.dropped:
-        note = (
-            f'<p class="muted">The last {len(evidence.iterations)} iterations; '
-            f"<code>harness replay {esc(evidence.goal_id)}</code> shows every event.</p>\n"
+        note = html(
+            '<p class="muted">The last {} iterations; '
+            "<code>harness replay {}</code> shows every event.</p>\n",
+            len(evidence.iterations),
+            evidence.goal_id,
         )
-    body = "".join(_iteration(item) for item in evidence.iterations.values())
-    return f'<section id="changes">\n<h2>Changes and evidence</h2>\n{note}{body}</section>\n'
+    body = join(_iteration(item) for item in evidence.iterations.values())
+    return html(
+        '<section id="changes">\n<h2>Changes and evidence</h2>\n{}{}</section>\n', note, body
+    )
 
 
-def _iteration(note: IterationNote) -> str:
+def _iteration(note: IterationNote) -> Html:
+    return html(
+        '<article class="iteration-evidence" data-iteration="{number}">\n'
+        "<h3>Iteration {number:,}</h3>\n<ul>{items}</ul>\n{blocks}</article>\n",
+        number=note.number,
+        items=join(html("<li>{}</li>", item) for item in _items(note)),
+        blocks=join(html("{}\n", block) for block in _blocks(note)),
+    )
+
+
+def _items(note: IterationNote) -> list[Html]:
     items = []
     if note.lessons:
-        items.append(f"lessons given: {esc(', '.join(note.lessons))}")
+        items.append(html("lessons given: {}", ", ".join(note.lessons)))
     if note.build:
-        items.append(f"build: {esc(note.build)}")
-    items += [f"destructive: <code>{esc(hit)}</code>" for hit in note.destructive]
+        items.append(html("build: {}", note.build))
+    items += [html("destructive: <code>{}</code>", hit) for hit in note.destructive]
     for step in note.steps:
-        failing = f" · failing <code>{esc(step.failing)}</code>" if step.failing else ""
-        items.append(f"{esc(step.step)}: {badge(step.result, _tone(step.result))}{failing}")
+        failing = html(" · failing <code>{}</code>", step.failing) if step.failing else EMPTY
+        items.append(html("{}: {}{}", step.step, badge(step.result, _tone(step.result)), failing))
     for check in note.checks:
         verdict = "passed" if check.passed else "failed"
         items.append(
-            f'<span class="lesson-check">lesson <code>{esc(check.name)}</code> check '
-            f"{badge(verdict, 'pass' if check.passed else 'fail')} exit {esc(check.exit_code)}</span>"
+            html(
+                '<span class="lesson-check">lesson <code>{}</code> check {} exit {}</span>',
+                check.name,
+                badge(verdict, "pass" if check.passed else "fail"),
+                esc(check.exit_code),
+            )
         )
     if note.blocked:
-        items.append(f"done gate blocked: {esc(note.blocked)}")
-    listing = "".join(f"<li>{item}</li>" for item in items)
+        items.append(html("done gate blocked: {}", note.blocked))
+    return items
+
+
+def _blocks(note: IterationNote) -> list[Html]:
     blocks = []
     if note.diff is not None:
-        blocks.append(f"<h4>What build {note.number} changed</h4>\n{_diff(note.diff)}")
+        blocks.append(html("<h4>What build {} changed</h4>\n{}", note.number, _diff(note.diff)))
     for step in note.steps:
         if step.output:
             blocks.append(
-                f"<h4>{esc(step.step)} output</h4>\n"
-                f'<pre class="text block output">{esc(step.output)}</pre>'
+                html(
+                    '<h4>{} output</h4>\n<pre class="text block output">{}</pre>',
+                    step.step,
+                    step.output,
+                )
             )
     for check in note.checks:
         if check.output and not check.passed:
             blocks.append(
-                f"<h4>lesson {esc(check.name)} check output</h4>\n"
-                f'<pre class="text block output">{esc(check.output)}</pre>'
+                html(
+                    '<h4>lesson {} check output</h4>\n<pre class="text block output">{}</pre>',
+                    check.name,
+                    check.output,
+                )
             )
-    return (
-        f'<article class="iteration-evidence" data-iteration="{note.number}">\n'
-        f"<h3>Iteration {note.number:,}</h3>\n<ul>{listing}</ul>\n"
-        + "".join(f"{b}\n" for b in blocks)
-        + "</article>\n"
-    )
+    return blocks
 
 
 def _tone(result: str) -> str:
@@ -102,23 +129,26 @@ def _tone(result: str) -> str:
     )
 
 
-def _diff(text: str) -> str:
+def _diff(text: str) -> Html:
     """A diff with each line classed: file headers, hunks, added and removed lines."""
     if not text.strip():
-        return '<p class="muted">no change</p>'
-    lines = []
-    for line in text.rstrip("\n").split("\n"):
-        if line.startswith(("diff --git", "+++ ", "--- ", "index ", "new file", "deleted file")):
-            kind = "file"
-        elif line.startswith("@@"):
-            kind = "hunk"
-        elif line.startswith("+"):
-            kind = "add"
-        elif line.startswith("-"):
-            kind = "del"
-        elif line.startswith("… "):
-            kind = "more"
-        else:
-            kind = "ctx"
-        lines.append(f'<span class="{kind}">{esc(line)}</span>')
-    return f'<pre class="diff">{"".join(lines)}</pre>'  # each line a block
+        return html('<p class="muted">no change</p>')
+    lines = join(
+        html('<span class="{}">{}</span>', _line_kind(line), line)
+        for line in text.rstrip("\n").split("\n")
+    )
+    return html('<pre class="diff">{}</pre>', lines)  # each line a block
+
+
+def _line_kind(line: str) -> str:
+    if line.startswith(("diff --git", "+++ ", "--- ", "index ", "new file", "deleted file")):
+        return "file"
+    if line.startswith("@@"):
+        return "hunk"
+    if line.startswith("+"):
+        return "add"
+    if line.startswith("-"):
+        return "del"
+    if line.startswith("… "):
+        return "more"
+    return "ctx"

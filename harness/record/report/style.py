@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-CSS = """
+from harness.record.report.safe import Html
+
+CSS = Html(
+    """
 :root{--ink:#1f2328;--muted:#59636e;--line:#d1d9e0;--soft:#f6f8fa;--pass:#1a7f37;
 --pass-bg:#dafbe1;--fail:#cf222e;--fail-bg:#ffebe9;--warn:#9a6700;--warn-bg:#fff8c5;
 --info:#0969da;--info-bg:#ddf4ff}
@@ -74,3 +77,4 @@ footer{margin-top:36px;color:var(--muted);font-size:12px}
 tr,svg{break-inside:avoid}h2{break-after:avoid}}
 @page{margin:12mm}
 """
+)

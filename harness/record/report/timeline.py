@@ -8,7 +8,7 @@ from harness.record.report.cells import badge, heading_cells, seq_cells
 from harness.record.report.collect import Collector
 from harness.record.report.fmt import duration, money, plural
 from harness.record.report.model import Iteration, MarkRow, Outcome, Row, StepRow, Window
-from harness.record.report.safe import esc
+from harness.record.report.safe import EMPTY, Html, html, join
 
 COLUMNS = 9
 
@@ -16,7 +16,7 @@ COLUMNS = 9
 _HEADINGS = ("seq", "time", "step", "result", "duration", "cost", "turns", "changes", "detail")
 
 
-def timeline_section(page: Collector, goal_id: str) -> str:
+def timeline_section(page: Collector, goal_id: str) -> Html:
     window = page.iterations
     bodies = [_iteration(group, page.cell) for group in window.head]
     if window.folded:
@@ -24,72 +24,92 @@ def timeline_section(page: Collector, goal_id: str) -> str:
     bodies += [_iteration(group, page.cell) for group in window.tail]
     if not window.count:
         bodies.append(
-            f'<tbody><tr><td colspan="{COLUMNS}" class="muted">no steps yet</td></tr></tbody>\n'
+            html(
+                '<tbody><tr><td colspan="{}" class="muted">no steps yet</td></tr></tbody>\n',
+                COLUMNS,
+            )
         )
-    heads = heading_cells(_HEADINGS)
-    return (
+    return html(
         '<section id="timeline">\n<h2>Timeline</h2>\n'
-        f'<table class="timeline">\n<thead><tr>{heads}</tr></thead>\n{"".join(bodies)}'
-        "</table>\n</section>\n"
+        '<table class="timeline">\n<thead><tr>{}</tr></thead>\n{}'
+        "</table>\n</section>\n",
+        heading_cells(_HEADINGS),
+        join(bodies),
     )
 
 
-def _folded_iterations(window: Window[Iteration], goal_id: str) -> str:
+def _folded_iterations(window: Window[Iteration], goal_id: str) -> Html:
     first, last = window.first_folded, window.last_folded
     span = ""
     if first is not None and last is not None:
         span = f" (iterations {first.number:,} to {last.number:,})"
-    return (
-        f'<tbody class="folded"><tr><td colspan="{COLUMNS}">'
-        f"… {plural(window.folded, 'iteration')} folded here{span}. "
-        f"<code>harness replay {esc(goal_id)} --format text</code> lists every event."
-        "</td></tr></tbody>\n"
+    return html(
+        '<tbody class="folded"><tr><td colspan="{}">'
+        "… {} folded here{}. "
+        "<code>harness replay {} --format text</code> lists every event."
+        "</td></tr></tbody>\n",
+        COLUMNS,
+        plural(window.folded, "iteration"),
+        span,
+        goal_id,
     )
 
 
-def _iteration(group: Iteration, cell: Cell) -> str:
+def _iteration(group: Iteration, cell: Cell) -> Html:
     rows = [_row(row, cell) for row in group.rows.head]
     if group.rows.folded:
         rows.append(
-            f'<tr class="folded"><td colspan="{COLUMNS}">'
-            f"… {plural(group.rows.folded, 'row')} folded here</td></tr>\n"
+            html(
+                '<tr class="folded"><td colspan="{}">… {} folded here</td></tr>\n',
+                COLUMNS,
+                plural(group.rows.folded, "row"),
+            )
         )
     rows += [_row(row, cell) for row in group.rows.tail]
-    count = plural(group.rows.count, "entry", "entries")
-    return (
-        f'<tbody class="iteration" data-iteration="{group.number}">\n'
-        f'<tr class="iteration-title"><th colspan="{COLUMNS}" scope="rowgroup">'
-        f'Iteration {group.number:,} <span class="muted">· {count}</span></th></tr>\n'
-        f"{''.join(rows)}</tbody>\n"
+    return html(
+        '<tbody class="iteration" data-iteration="{number}">\n'
+        '<tr class="iteration-title"><th colspan="{columns}" scope="rowgroup">'
+        'Iteration {number:,} <span class="muted">· {count}</span></th></tr>\n'
+        "{rows}</tbody>\n",
+        number=group.number,
+        columns=COLUMNS,
+        count=plural(group.rows.count, "entry", "entries"),
+        rows=join(rows),
     )
 
 
-def _row(row: Row, cell: Cell) -> str:
+def _row(row: Row, cell: Cell) -> Html:
     return _mark_row(row) if isinstance(row, MarkRow) else _step_row(row, cell)
 
 
-def _step_row(row: StepRow, cell: Cell) -> str:
+def _step_row(row: StepRow, cell: Cell) -> Html:
     done = row.outcome
-    classes = f"step step-{esc(row.step)}"
+    classes = f"step step-{row.step}"
     classes += " step-cutoff" if row.cutoff else ""
     classes += " step-rerun" if row.rerun else ""
     last = done.seq if done else (row.cutoff[0] if row.cutoff else None)
-    step = esc(row.step) + (' <span class="tag">re-run</span>' if row.rerun else "")
-    return (
-        f'<tr class="{classes}">{seq_cells(row.seq, last, row.ts)}<td>{step}</td>'
-        f"<td>{_result(row, cell)}</td>{_measures(done)}<td>{_detail(row)}</td></tr>\n"
+    rerun = html(' <span class="tag">re-run</span>') if row.rerun else EMPTY
+    return html(
+        '<tr class="{}">{}<td>{}{}</td><td>{}</td>{}<td>{}</td></tr>\n',
+        classes,
+        seq_cells(row.seq, last, row.ts),
+        row.step,
+        rerun,
+        _result(row, cell),
+        _measures(done),
+        _detail(row),
     )
 
 
-def _containment(words: str) -> str:
+def _containment(words: str) -> Html:
     """How the step was contained, last in its detail; anything but contained stands out."""
     if not words:
-        return ""
+        return EMPTY
     kind = "contained" if words.startswith("contained") else "uncontained"
-    return f'<span class="containment {kind}">{esc(words)}</span>'
+    return html('<span class="containment {}">{}</span>', kind, words)
 
 
-def _result(row: StepRow, cell: Cell) -> str:
+def _result(row: StepRow, cell: Cell) -> Html:
     if row.outcome is not None:
         return badge(row.outcome.label, row.outcome.tone)
     if row.cutoff is not None:
@@ -101,41 +121,47 @@ def _result(row: StepRow, cell: Cell) -> str:
     return badge("outcome unknown" if row.step == "ship" else "no result", "warn")
 
 
-def _measures(done: Outcome | None) -> str:
+def _measures(done: Outcome | None) -> Html:
     if done is None:
-        return "<td></td><td></td><td></td><td></td>"
+        return html("<td></td><td></td><td></td><td></td>")
     cost = money(done.cost_usd) if done.cost_usd is not None else ""
     turns = f"{done.turns:,}" if done.turns is not None else ""
-    return (
-        f'<td class="num">{duration(done.duration_s)}</td><td class="num">{cost}</td>'
-        f'<td class="num">{turns}</td><td>{_diffstat(done)}</td>'
+    return html(
+        '<td class="num">{}</td><td class="num">{}</td><td class="num">{}</td><td>{}</td>',
+        duration(done.duration_s),
+        cost,
+        turns,
+        _diffstat(done),
     )
 
 
-def _diffstat(done: Outcome) -> str:
+def _diffstat(done: Outcome) -> Html:
     if done.changed is None:
-        return ""
+        return EMPTY
     more = done.changed - len(done.paths)
-    paths = "".join(f"<li>{esc(p)}</li>" for p in done.paths)
-    extra = f"<li>+{more:,} more</li>" if more > 0 else ""
-    listing = f'<ul class="paths">{paths}{extra}</ul>' if done.changed else ""
-    return f'<span class="diffstat">{plural(done.changed, "file")}</span>{listing}'
+    paths = join(html("<li>{}</li>", p) for p in done.paths)
+    extra = html("<li>+{:,} more</li>", more) if more > 0 else EMPTY
+    listing = html('<ul class="paths">{}{}</ul>', paths, extra) if done.changed else EMPTY
+    return html('<span class="diffstat">{}</span>{}', plural(done.changed, "file"), listing)
 
 
-def _detail(row: StepRow) -> str:
+def _detail(row: StepRow) -> Html:
     parts = []
     if row.cutoff is not None:
         kept = plural(row.cutoff[1], "changed path")
         parts.append(f"cut off (#{row.cutoff[0]:,}); work in progress kept: {kept}; run again")
     if row.outcome is not None and row.outcome.detail:
         parts.append(row.outcome.detail)
-    text = "\n".join(parts)
-    return f'<span class="text">{esc(text)}</span>{_containment(row.containment)}'
+    return html('<span class="text">{}</span>{}', "\n".join(parts), _containment(row.containment))
 
 
-def _mark_row(row: MarkRow) -> str:
-    return (
-        f'<tr class="event event-{row.kind}">{seq_cells(row.seq, None, row.ts)}'
-        f'<td>{esc(row.kind)}</td><td colspan="{COLUMNS - 3}">{badge(row.label, row.tone)} '
-        f'<span class="text">{esc(row.detail)}</span></td></tr>\n'
+def _mark_row(row: MarkRow) -> Html:
+    return html(
+        '<tr class="event event-{kind}">{seq}<td>{kind}</td><td colspan="{span}">{badge} '
+        '<span class="text">{detail}</span></td></tr>\n',
+        kind=row.kind,
+        seq=seq_cells(row.seq, None, row.ts),
+        span=COLUMNS - 3,
+        badge=badge(row.label, row.tone),
+        detail=row.detail,
     )
