@@ -161,15 +161,7 @@ def approve(goal_id: str, key: Path) -> None:
 def _run_options(command: F) -> F:
     """run's options from entry.RUN_OPTIONS, the declaration plain_run parses them from."""
     for option in reversed(RUN_OPTIONS):
-        extra: dict[str, Any] = {"is_flag": True} if option.kind == "flag" else {}
-        if option.kind == "int":
-            extra["type"] = int
-        if option.default is not None:
-            extra |= {"default": option.default, "show_default": True}
-        decorate = click.option(
-            option.flag, option.field, metavar=option.metavar, help=option.help, **extra
-        )
-        command = decorate(command)
+        command = click.option(option.flag, option.field, **option.click_settings())(command)
     return command
 
 

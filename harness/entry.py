@@ -75,6 +75,15 @@ class RunOption:
     metavar: str | None = None
     default: int | None = None  # shown in --help when set
 
+    def click_settings(self) -> dict[str, Any]:
+        """click.option's keywords for it (entry never imports click)."""
+        settings: dict[str, Any] = {"metavar": self.metavar, "help": self.help}
+        if self.kind != "text":
+            settings |= {"is_flag": True} if self.kind == "flag" else {"type": int}
+        if self.default is not None:
+            settings |= {"default": self.default, "show_default": True}
+        return settings
+
 
 # The one declaration of run's options (besides the goal ids and the hidden --serve-fd of
 # a `run --jobs` worker, which plain_run leaves to click).

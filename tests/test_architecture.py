@@ -227,6 +227,51 @@ def test_every_module_has_a_room_in_the_map() -> None:
     assert missing == []
 
 
+MAX_MODULE_LINES = 500  # issue 29: past this a module holds more than one concern
+
+
+def oversized(root: Path, limit: int = MAX_MODULE_LINES) -> list[str]:
+    """The modules under `root` longer than `limit` lines, with their length."""
+    sizes = {p: len(p.read_text("utf-8").splitlines()) for p in sorted(root.rglob("*.py"))}
+    return [f"{p.relative_to(root.parent)}: {n} lines" for p, n in sizes.items() if n > limit]
+
+
+def test_no_module_is_over_500_lines() -> None:
+    assert oversized(PACKAGE) == []
+
+
+def test_an_oversized_module_is_named(tmp_path: Path) -> None:
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "big.py").write_text("x = 1\n" * (MAX_MODULE_LINES + 1))
+    (tmp_path / "pkg" / "small.py").write_text("x = 1\n" * MAX_MODULE_LINES)
+    assert oversized(tmp_path / "pkg") == [f"pkg/big.py: {MAX_MODULE_LINES + 1} lines"]
+
+
+def private_imports(path: Path, text: str) -> list[str]:
+    """`from harness.x import _name` in `text` (module `path`): another module's private
+    helper, which the next engineer cannot see is used outside its module."""
+    found = []
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("harness"):
+            for alias in node.names:
+                if alias.name.startswith("_") and not alias.name.startswith("__"):
+                    found.append(f"{path}:{node.lineno}: {node.module}.{alias.name}")
+    return found
+
+
+def test_no_module_imports_another_modules_private_helpers() -> None:
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        found += private_imports(path.relative_to(ROOT), path.read_text("utf-8"))
+    assert found == []
+
+
+def test_a_private_import_is_named() -> None:
+    text = "from harness.commands.check import _config, stored_goal_bytes\n"
+    assert private_imports(Path("a.py"), text) == ["a.py:1: harness.commands.check._config"]
+    assert private_imports(Path("a.py"), "from harness import __version__\n") == []
+
+
 def test_no_merge_conflict_is_left_in_the_tree() -> None:
     marks = ("<<<<<<< ", "=======\n", ">>>>>>> ")
     root = PACKAGE.parent

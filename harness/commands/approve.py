@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TextIO
 
-from harness.commands.check import _config, _owners, stored_goal_bytes
+from harness.commands.check import stored_goal_bytes, working_config, working_owners
 from harness.errors import InvalidInput
 from harness.model.goal import parse_goal
 from harness.model.goalid import check_goal_id
@@ -44,7 +44,7 @@ def _ask() -> bytes | None:
 def approve(cwd: Path, goal_id: str, key: Path, env: Mapping[str, str], out: TextIO) -> int:
     check_goal_id(goal_id, "goal id")
     root = Repo.discover(cwd).root
-    owners = _owners(root)
+    owners = working_owners(root)
     path = root / "goals" / f"{goal_id}.yaml"
     if not path.is_file():
         raise InvalidInput(
@@ -53,7 +53,7 @@ def approve(cwd: Path, goal_id: str, key: Path, env: Mapping[str, str], out: Tex
     notes: list[str] = []
     data = stored_goal_bytes(root, goal_id, notes)
     principals = {p for o in owners for p in o.principals}
-    parse_goal(data, f"goals/{goal_id}.yaml", goal_id, _config(root).defaults, principals)
+    parse_goal(data, f"goals/{goal_id}.yaml", goal_id, working_config(root).defaults, principals)
     statement = Statement(goal=goal_id, sha256=hashlib.sha256(data).hexdigest(), decision="run")
     armored = sign(statement.to_bytes(), key, passphrase(env))
     signer = principals_for_key(owners, verify(statement.to_bytes(), armored))

@@ -32,12 +32,12 @@ T = TypeVar("T")
 def check(cwd: Path, goal_ids: list[str], out: TextIO, as_json: bool = False) -> int:
     root = Repo.discover(cwd).root
     problems: list[HarnessError] = []
-    config = _guard(problems, lambda: _config(root)) or parse_config(None, CONFIG_PATH)
-    owners = _guard(problems, lambda: _owners(root))
+    config = _guard(problems, lambda: working_config(root)) or parse_config(None, CONFIG_PATH)
+    owners = _guard(problems, lambda: working_owners(root))
     ids = goal_ids or sorted(p.stem for p in (root / "goals").glob("*.yaml"))
     notes: list[str] = [] if goal_ids else _stray_notes(root / "goals")
     for goal_id in ids:
-        _guard(problems, partial(_check_goal, root, goal_id, config, owners, notes))
+        _guard(problems, partial(check_goal, root, goal_id, config, owners, notes))
     if not goal_ids:
         problems += lesson_problems(root)
     code = max((p.exit_code for p in problems), default=0)
@@ -111,12 +111,14 @@ def _guard(problems: list[HarnessError], work: Callable[[], T]) -> T | None:
         return None
 
 
-def _config(root: Path) -> Config:
+def working_config(root: Path) -> Config:
+    """The working tree's `.harness/config.yaml` (what `check` and `approve` read)."""
     path = root / CONFIG_PATH
     return parse_config(path.read_bytes() if path.is_file() else None, CONFIG_PATH)
 
 
-def _owners(root: Path) -> tuple[Owner, ...]:
+def working_owners(root: Path) -> tuple[Owner, ...]:
+    """The working tree's `.harness/owners`; a missing file says how to make it."""
     path = root / OWNERS_PATH
     if not path.is_file():
         raise InvalidInput(f"{OWNERS_PATH}: missing (run `harness init --owner P --key PUBKEY`)")
@@ -143,7 +145,7 @@ def stored_goal_bytes(root: Path, goal_id: str, notes: list[str]) -> bytes:
     return stored
 
 
-def _check_goal(
+def check_goal(
     root: Path, goal_id: str, config: Config, owners: tuple[Owner, ...] | None, notes: list[str]
 ) -> None:
     check_goal_id(goal_id, goal_source(goal_id))

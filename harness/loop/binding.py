@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from harness.record.cell import Cell, parse_cell
 from harness.record.hydrate import GoalPaths
-from harness.store.gitrepo import Worktree
+from harness.store.worktree import Worktree
 
 MAX_NAMED = 20
 

@@ -29,7 +29,7 @@ from harness.loop.finish import FINISH, MAX_LISTED_PATHS, Ran, unavailable_detai
 from harness.loop.guards import ChildRecord, GitConfigGuard, RecordGuard
 from harness.loop.layer import LayerFailure
 from harness.loop.lesson_checks import check_lessons
-from harness.loop.lessons import select
+from harness.loop.lessons import given_lessons
 from harness.loop.progress import Progress, progress_text
 from harness.loop.prompt import build_prompt
 from harness.loop.recorder import call_id, fit_text
@@ -49,8 +49,9 @@ from harness.record.events import (
     StepName,
 )
 from harness.record.hydrate import GoalPaths, Loaded
-from harness.store.gitrepo import Worktree, git_text
+from harness.store.gitrepo import git_text
 from harness.store.remote import LEASE_GRACE_S
+from harness.store.worktree import Worktree
 from harness.trust.approvals import Verdict
 
 MAX_SHORT_LINES = 20  # expect.globs shortfalls recorded in one done.blocked
@@ -214,13 +215,6 @@ class GoalRunner(Crossing):
         else:
             self.run(step_named(cell.step), cell.iteration)
 
-    def lessons_for_build(self) -> tuple[Lesson, ...]:
-        """Lessons matching the objective or the failing test, and the one whose check failed."""
-        failing = self.cell.failing_test
-        chosen = select(self.lessons, self.goal.objective, failing)
-        failed = [x for x in self.lessons if failing == f"lesson:{x.name}" and x not in chosen]
-        return (*failed, *chosen)
-
     def done_gate(self) -> None:
         missing = [f for f in self.goal.expect_files if not (self.wt.path / f).exists()]
         short = self.expect_shortfalls()
@@ -267,9 +261,7 @@ class GoalRunner(Crossing):
         from harness.loop.expect import shortfalls
         from harness.record.changes import goal_base
 
-        def base() -> str | None:
-            return goal_base(self.ledger.records())
-
+        base = lambda: goal_base(self.ledger.records())  # noqa: E731 (read only when needed)
         return shortfalls(self.goal.expect_globs, self.wt.path, "HEAD", base)
 
     def resume_cut_off(self) -> None:
@@ -320,7 +312,9 @@ class GoalRunner(Crossing):
         }
         if not self.spec(step).network:
             data["network"] = "off"  # (sandbox.md, "Network")
-        self.given = self.lessons_for_build() if step == "build" else ()
+        failing = self.cell.failing_test
+        build = step == "build"
+        self.given = given_lessons(self.lessons, self.goal.objective, failing) if build else ()
         if self.given:
             data["lessons"] = [lesson.as_ref() for lesson in self.given]
         self.note_ignored(step)  # a walk of the tree, beside the checkpoint's git work

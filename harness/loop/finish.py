@@ -26,7 +26,8 @@ from harness.record.events import StepName
 from harness.record.evidence import DIFF_BYTES, diff_command, fit_head
 from harness.record.hydrate import GoalPaths, Loaded
 from harness.record.ledger import Event
-from harness.store.gitrepo import Worktree, run_git
+from harness.store.gitrepo import run_git
+from harness.store.worktree import Worktree
 
 if TYPE_CHECKING:
     from harness.trust.destructive.diff import FileChange

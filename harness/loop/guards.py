@@ -12,7 +12,8 @@ from pathlib import Path
 
 from harness.loop.steps import end_marked_group
 from harness.store.fsutil import atomic_write
-from harness.store.gitrepo import Worktree, run_git
+from harness.store.gitrepo import run_git
+from harness.store.worktree import Worktree
 
 PROTECTED_PREFIXES = ("goals/", ".harness/", "ledger/", "lessons/")
 

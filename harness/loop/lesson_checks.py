@@ -22,7 +22,7 @@ from harness.model.goal import Goal
 from harness.model.lessons import Lesson
 from harness.record.cell import Cell
 from harness.record.events import EventType, Status, StepName
-from harness.store.gitrepo import Worktree
+from harness.store.worktree import Worktree
 
 MAX_SHOWN_CHANGED = 20  # changed paths named in a read-only violation's detail
 

@@ -32,6 +32,16 @@ def select(
     return _fitting(matched)[0]
 
 
+def given_lessons(
+    lessons: Sequence[Lesson], objective: str, failing_test: str | None
+) -> tuple[Lesson, ...]:
+    """What a build is given: the lessons `select` picks, and first the one whose check
+    failed at the done gate (the failing test `lesson:<name>`), even when it matches nothing."""
+    chosen = select(lessons, objective, failing_test)
+    failed = [x for x in lessons if failing_test == f"lesson:{x.name}" and x not in chosen]
+    return (*failed, *chosen)
+
+
 # ---------------------------------------------------------------------------------------
 # The prompt
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harness.store.fsutil import atomic_write
-from harness.store.gitrepo import Worktree
+from harness.store.worktree import Worktree
 
 if TYPE_CHECKING:
     from harness.trust.destructive.diff import FileChange

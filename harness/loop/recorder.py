@@ -22,7 +22,7 @@ from harness.record.hydrate import GoalPaths, Loaded
 from harness.record.position import Position
 from harness.record.render import text_line
 from harness.store.fsutil import atomic_write
-from harness.store.gitrepo import Worktree
+from harness.store.worktree import Worktree
 from harness.trust.redact import NO_SECRETS
 
 TEXT_FIELD_BYTES = 12_000

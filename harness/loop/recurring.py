@@ -21,14 +21,9 @@ from harness.record.events import TERMINAL
 from harness.record.fold import replace
 from harness.record.ledger import Event
 from harness.store.fsutil import atomic_write
-from harness.store.gitrepo import (
-    HARNESS_EMAIL,
-    HARNESS_NAME,
-    Worktree,
-    installed_git,
-    run_git,
-)
+from harness.store.gitrepo import HARNESS_EMAIL, HARNESS_NAME, installed_git, run_git
 from harness.store.gitversion import needs_ref_fsync
+from harness.store.worktree import Worktree
 
 if TYPE_CHECKING:
     from harness.loop.controller import GoalRunner

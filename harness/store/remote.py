@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harness.errors import Busy, HarnessError, InvalidInput, TrustFailure
-from harness.store.gitrepo import GitError, Repo, Worktree, run_git
+from harness.store.gitrepo import GitError, Repo, run_git
+from harness.store.worktree import Worktree
 
 if TYPE_CHECKING:
     from harness.store.catfile import ObjectReader

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from harness.cli import cli
-from harness.commands import doctor as doctor_module
 from harness.commands.doctor import doctor, parse_git_version
+from harness.commands.doctor import machine as doctor_machine
 from harness.store.gitrepo import run_git
 from harness.store.lock import GoalLock
 from tests.managed import SECRET, ManagedFactory, ManagedRepo, git
@@ -271,7 +271,7 @@ def test_old_git_fails(managed: ManagedFactory, monkeypatch: pytest.MonkeyPatch)
             return subprocess.CompletedProcess(args, 0, b"git version 2.25.1\n", b"")
         return real(args, cwd, **kw)
 
-    monkeypatch.setattr(doctor_module, "run_git", old_git)
+    monkeypatch.setattr(doctor_machine, "run_git", old_git)
     code, text = _doctor(repo.root, repo.env)
     assert code == 2
     assert "fail git: 2.25.1 is older than 2.31" in text

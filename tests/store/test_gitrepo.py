@@ -200,7 +200,7 @@ def test_a_harness_commit_is_fsynced(repo: Path, tmp_path: Path) -> None:
     (repo / "new.txt").write_text("x\n")
     trace = tmp_path / "trace"
     code = (
-        "import sys; from pathlib import Path; from harness.store.gitrepo import Worktree; "
+        "import sys; from pathlib import Path; from harness.store.worktree import Worktree; "
         "Worktree(Path(sys.argv[1])).commit('durable')"
     )
     subprocess.run(
@@ -278,9 +278,9 @@ def test_without_core_fsync_the_harness_fsyncs_objects_and_the_ref(
     (repo / "new.txt").write_text("x\n")
     trace = tmp_path / "trace"
     code = (
-        "import sys; from pathlib import Path; from harness.store import gitrepo; "
-        "gitrepo.installed_git = lambda: (2, 35); "
-        "gitrepo.Worktree(Path(sys.argv[1])).commit('durable')"
+        "import sys; from pathlib import Path; from harness.store import gitrepo, worktree; "
+        "gitrepo.installed_git = worktree.installed_git = lambda: (2, 35); "
+        "worktree.Worktree(Path(sys.argv[1])).commit('durable')"
     )
     strace = ["strace", "-f", "-e", "trace=execve,openat,fsync", "-o", str(trace)]
     subprocess.run(

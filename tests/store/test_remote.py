@@ -13,6 +13,7 @@ import pytest
 from harness.errors import InvalidInput
 from harness.store.gitrepo import Repo
 from harness.store.remote import LeaseLost, Remote
+from harness.store.worktree import add_worktree
 from tests.managed import ManagedRepo, git
 
 BRANCH = "harness/g1"
@@ -150,7 +151,7 @@ def test_sync_resets_the_worktree_of_a_runner_that_lost(clones: Clones) -> None:
     _commit(clones.a, "one")
     clones.a.push(BRANCH)
     _sync(clones.b)
-    wt = clones.b.repo.add_worktree(clones.b.repo.worktree_path("g1"), BRANCH, "HEAD")
+    wt = add_worktree(clones.b.repo, clones.b.repo.worktree_path("g1"), BRANCH, "HEAD")
     (wt.path / "mine.txt").write_text("dropped\n")
     wt.commit("this runner's step")
     (wt.path / "untracked.txt").write_text("dropped too\n")
@@ -165,7 +166,7 @@ def test_publish_that_loses_the_race_resets_and_raises(clones: Clones) -> None:
     _commit(clones.a, "one")
     clones.a.push(BRANCH)
     _sync(clones.b)
-    wt = clones.b.repo.add_worktree(clones.b.repo.worktree_path("g1"), BRANCH, "HEAD")
+    wt = add_worktree(clones.b.repo, clones.b.repo.worktree_path("g1"), BRANCH, "HEAD")
     won = _commit(clones.a, "another runner's step")
     clones.a.push(BRANCH)
     wt.commit("this runner's step")

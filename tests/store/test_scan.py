@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from harness.loop.guards import is_protected
-from harness.store.gitrepo import Worktree
+from harness.store.worktree import Worktree
 
 PATHS = [
     "src/a.py",

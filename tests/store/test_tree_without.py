@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.store.gitrepo import Worktree
+from harness.store.worktree import Worktree
 
 
 def git(cwd: Path, *args: str, data: bytes | None = None) -> str:

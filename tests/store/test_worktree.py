@@ -12,9 +12,10 @@ from pathlib import Path
 import pytest
 
 from harness.errors import TrustFailure
-from harness.store.gitrepo import Repo, Worktree
+from harness.store.gitrepo import Repo
 from harness.store.worktree import (
     RegisteredWorktree,
+    Worktree,
     ensure_worktree,
     list_worktrees,
     open_worktree,

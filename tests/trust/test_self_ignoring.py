@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.store.gitrepo import Worktree
+from harness.store.worktree import Worktree
 from harness.trust.destructive.textlike import (
     CTIME_SLACK_NS,
     MAX_HIDDEN,

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from harness.store.gitrepo import Worktree
+    from harness.store.worktree import Worktree
 
 
 @dataclass(frozen=True)

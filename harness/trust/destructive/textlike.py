@@ -22,7 +22,8 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from pathlib import Path, PurePosixPath
 
-from harness.store.gitrepo import Worktree, run_git
+from harness.store.gitrepo import run_git
+from harness.store.worktree import Worktree
 from harness.trust.destructive.diff import FileChange
 
 TEXT_SUFFIXES = frozenset(

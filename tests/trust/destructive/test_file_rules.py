@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.store.gitrepo import Worktree
+from harness.store.worktree import Worktree
 from harness.trust.destructive.classify import classify_changes
 from harness.trust.destructive.contents import StagedContents
 from harness.trust.destructive.diff import FileChange, parse_diff
