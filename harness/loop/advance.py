@@ -23,8 +23,8 @@ from harness.record.cell import Cell
 from harness.record.events import TERMINAL, WAITING
 from harness.record.hydrate import Committed, GoalPaths, Loaded, committed_view, load
 from harness.record.ledger import Event, Record
-from harness.store.gitrepo import Repo, Worktree
-from harness.store.worktree import ensure_worktree, open_worktree
+from harness.store.gitrepo import Repo
+from harness.store.worktree import Worktree, ensure_worktree, open_worktree
 from harness.trust.approvals import SignedRecord, Verdict, verify_record
 from harness.trust.decisions import find_decision
 
@@ -70,8 +70,11 @@ def advance_goal(
         ctx.remote.sync(control.branch(goal_id), repo.worktree_path(goal_id))
     wt = open_worktree(repo, goal_id, control.branch(goal_id))
     if wt is None:
-        if verdict is None:
+        branch = control.branch(goal_id)
+        if verdict is None and repo.rev_parse(f"refs/heads/{branch}") is None:
             control.run_approval(goal)  # raises the precise refusal; nothing is created
+        # A goal with a record gets its worktree back first: whether an unapproved edit
+        # matters (a finished goal rests whatever its file says) is _move_on's question.
         wt = ensure_worktree(repo, goal_id, control.branch(goal_id), control.commit)
     _repair_index(wt, dropped)
     runner, bound = _loaded_runner(ctx, goal, verdict, wt, lessons)
