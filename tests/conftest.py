@@ -17,10 +17,10 @@ os.environ.update(
         "GIT_COMMITTER_EMAIL": "committer@example.com",
         "GIT_CONFIG_NOSYSTEM": "1",
         "XDG_CONFIG_HOME": tempfile.mkdtemp(prefix="harness-test-config-"),
-        # The runner's default when a config names no `sandbox:`. The suite's scripted
-        # agents keep counters outside the repository, which a contained step cannot
-        # write; tests/attacks/test_sandbox.py and tests/loop/test_sandbox.py turn it on.
-        # HARNESS_TEST_SANDBOX=auto runs the rest of the suite contained, to try it.
+        # The runner's default when a config names no `sandbox:`: bare for most of the
+        # suite. The guarantee tests run contained, as users run (`contained` below; the
+        # e2e and attack tests do not yet: issue 29's note lists what fails there);
+        # HARNESS_TEST_SANDBOX=auto (or off) sets the mode of the whole suite instead.
         "HARNESS_SANDBOX": os.environ.get("HARNESS_TEST_SANDBOX", "off"),
         "XDG_STATE_HOME": tempfile.mkdtemp(prefix="harness-test-state-"),
     }
@@ -32,6 +32,26 @@ import pytest  # noqa: E402
 
 from tests.eventdata import ledger_problems  # noqa: E402
 from tests.managed import Key, ManagedFactory, ManagedRepo, make_key  # noqa: E402
+from tests.tools import contained_mode  # noqa: E402
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "bare(reason): run this contained test's steps bare (HARNESS_SANDBOX=off), saying why",
+    )
+
+
+@pytest.fixture
+def contained(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The harness processes this test starts contain their steps: HARNESS_SANDBOX is
+    `required` for the test (in os.environ, which every repository's env is made from),
+    unless the test is marked `bare("why")`. Used by tests/test_guarantees.py; the mode
+    it set is returned."""
+    marker = request.node.get_closest_marker("bare")
+    mode = contained_mode(None if marker is None else marker.args)
+    monkeypatch.setenv("HARNESS_SANDBOX", mode)
+    return mode
 
 
 @pytest.fixture

@@ -1,7 +1,9 @@
 """A managed repository for tests: goal, owners, approval, scripted agent and judge.
 
 The agent and judge are small real Python scripts. Each appends a line to a counter file
-outside the repository, so a test can count how often each really ran.
+outside the repository, so a test can count how often each really ran. When the steps run
+contained (tests/conftest.py, `contained`), the repository's config shows that folder to
+them writable (`sandbox_binds: [rw:<counters>]`, `counters_bound`).
 """
 
 from __future__ import annotations
@@ -48,7 +50,9 @@ mode = Path("agent_mode.txt").read_text().strip() if Path("agent_mode.txt").exis
 prompt = sys.stdin.read()
 Path(os.environ["TEST_COUNTER_DIR"], f"prompt-{iteration}.txt").write_text(prompt)
 if Path(os.environ["TEST_COUNTER_DIR"], "hang-build").exists():
-    Path(os.environ["TEST_COUNTER_DIR"], f"hanging-{os.getpid()}").write_text("")
+    # Its pid inside a contained step is its namespace's (the same for every build), so the
+    # name holds the time too; the test finds the host's pid itself (ManagedRepo.agent_pid).
+    Path(os.environ["TEST_COUNTER_DIR"], f"hanging-{os.getpid()}-{time.time_ns()}").write_text("")
     time.sleep(120)
 if mode == "nothing":
     pass
@@ -120,6 +124,53 @@ def alive(pid: int) -> bool:
         return False
 
 
+def descendants(pid: int) -> list[int]:
+    """Every process below `pid` (children, theirs, …), read from the host's /proc: a
+    contained step is pid 2 of its own namespace, and this names it by the host's pid."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (FileNotFoundError, ProcessLookupError, IndexError):
+            continue  # ended while we looked
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    found, todo = [], [pid]
+    while todo:
+        below = children.get(todo.pop(), [])
+        found += below
+        todo += below
+    return found
+
+
+def command_line(pid: int) -> list[str]:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")[:-1]
+    except (FileNotFoundError, ProcessLookupError):
+        return []
+
+
+CONFIG = ".harness/config.yaml"
+
+
+def counters_bound(files: dict[str, str], counters: Path) -> dict[str, str]:
+    """`files` with the counters folder shown writable to contained steps: the config gains
+    `sandbox_binds: [rw:<counters>]`, when the config leaves the mode to the runner and the
+    runner's is not off (HARNESS_SANDBOX, `contained`). Left alone when it names a mode or
+    binds of its own (the test owns them) and when it is no mapping (a broken config)."""
+    try:
+        config = yaml.safe_load(files.get(CONFIG, "{}"))
+    except yaml.YAMLError:
+        return files
+    if not isinstance(config, dict) or "sandbox_binds" in config:
+        return files
+    if "sandbox" in config or os.environ.get("HARNESS_SANDBOX", "auto") == "off":
+        return files  # a test that names the mode (tests/e2e/test_sandbox.py) owns its binds
+    text = files.get(CONFIG, "")
+    # Appended, not re-dumped: the test's own text (its `off`, its comments) stays as written.
+    bind = f"sandbox_binds: [{json.dumps('rw:' + str(counters))}]\n"
+    return files | {CONFIG: text + ("\n" if text and not text.endswith("\n") else "") + bind}
+
+
 def git(cwd: Path, *args: str) -> str:
     return subprocess.run(
         ["git", *args], cwd=cwd, check=True, capture_output=True, text=True
@@ -156,7 +207,7 @@ class ManagedRepo:
             "judge.py": JUDGE,
             "agent_mode.txt": mode + "\n",
             f"goals/{goal['id']}.yaml": yaml.safe_dump(goal, sort_keys=False),
-            **(files or {}),
+            **counters_bound(files or {}, counters),
         }
         for name, text in contents.items():
             (root / name).parent.mkdir(parents=True, exist_ok=True)
@@ -203,7 +254,15 @@ class ManagedRepo:
         (self.counters / "hang-build").write_text("")
         proc = self.spawn("run", *args)
         wait_for(lambda: any(self.counters.glob("hanging-*")))
-        return proc, int(next(self.counters.glob("hanging-*")).name.split("-")[1])
+        return proc, self.agent_pid(proc.pid)
+
+    @staticmethod
+    def agent_pid(run: int) -> int:
+        """The host's pid of the scripted agent below the process `run`."""
+        below = [(p, command_line(p)) for p in descendants(run)]
+        # Contained, bwrap's own processes (its argv ends with the step's) are above it.
+        (pid,) = [p for p, argv in below if argv[-1:] == ["agent.py"] and "bwrap" not in argv[0]]
+        return pid
 
     def release_build(self) -> None:
         """Later builds no longer hang."""

@@ -6,9 +6,14 @@ import hashlib
 import signal
 import time
 
+import pytest
+
 from harness.record.cell import Spend, cell_bytes, parse_cell, read_cell
 from harness.trust.secret import Secret
 from tests.managed import SECRET, ManagedFactory, alive, base_goal, git, wait_for
+
+# The guarantees hold as users run: every step contained (tests/conftest.py, `contained`).
+pytestmark = pytest.mark.usefixtures("contained")
 
 
 def test_g1_resume_after_kill(managed: ManagedFactory) -> None:
@@ -158,3 +163,22 @@ def test_g1_kill_9_leaves_no_agent_behind(managed: ManagedFactory) -> None:
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     wait_for(lambda: not alive(agent_pid), seconds=5)
+
+
+def test_the_guarantee_tests_run_their_steps_contained(
+    managed: ManagedFactory, contained: str
+) -> None:
+    """The tests above hold as users run: each step under bubblewrap, the scripted agent
+    writing its counters through the folder the test repository's config binds."""
+    import json
+
+    repo = managed()
+    repo.harness("run", check=0)
+    lines = [
+        json.loads(x)["e"]
+        for p in sorted((repo.ledger_dir / "events").iterdir())
+        for x in p.read_text().splitlines()
+    ]
+    boxes = {e["data"]["sandbox"] for e in lines if e["type"] == "step.started"}
+    assert boxes == ({"off"} if contained == "off" else {"bwrap"})
+    assert repo.count("build") and repo.status()["status"] == "completed"  # counters reached

@@ -65,6 +65,26 @@ def bwrap_problem() -> str | None:
     return None if problem is None else f"bubblewrap does not work here: {problem}"
 
 
+def contained_mode(bare: tuple[object, ...] | None) -> str:
+    """The sandbox mode of a test that runs contained (tests/conftest.py, `contained`):
+    `off` for a test marked `bare(reason)` (the reason is required), else the suite's
+    HARNESS_TEST_SANDBOX when set, else `required` where bwrap works. Without a working
+    bwrap the steps run bare on a developer's machine and the test fails under CI."""
+    if bare is not None:
+        if len(bare) != 1 or not isinstance(bare[0], str) or not bare[0].strip():
+            pytest.fail("pytest.mark.bare needs one reason: why this test's steps run bare")
+        return "off"
+    chosen = os.environ.get("HARNESS_TEST_SANDBOX")
+    if chosen:
+        return chosen
+    problem = bwrap_problem()
+    if problem is None:
+        return "required"
+    if under_ci():
+        pytest.fail(f"CI is set: {problem}; the contained tests cannot run contained")
+    return "off"
+
+
 def needs_command(name: str, package: str | None = None) -> Callable[[Test], Test]:
     return needs(lambda: missing_command(name, package))
 
