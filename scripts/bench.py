@@ -73,7 +73,7 @@ from harness.record.ledger import SEGMENT_BYTES, Event, Ledger, segment_name  # 
 from harness.record.position import GENESIS, Position  # noqa: E402
 from harness.record.render import REPORT_TAIL_EVENTS, MarkdownReport  # noqa: E402
 from harness.store.fsutil import canonical_json  # noqa: E402
-from harness.store.gitrepo import Worktree  # noqa: E402
+from harness.store.worktree import Worktree  # noqa: E402
 from harness.trust.approvals import format_record  # noqa: E402
 from harness.trust.secret import Secret  # noqa: E402
 from harness.trust.sshsig import sign  # noqa: E402
@@ -96,13 +96,19 @@ TARGETS = {
     "status_1000": 5.0,
     "noop_run": 5.0,
     "sandbox_step": 1.1,
+    "sandbox_fixed": 2.0,
+    "sandbox_layer": 3.0,
     "bigrepo_step": 1.5,
     "bigrepo_start": 1.3,
+    "bigrepo_step_contained": 1.5,
+    "bigrepo_start_contained": 1.3,
     "status_10000": 5.0,
     "jobs_scaling": 0.34,
     "runners_8x4": 1.0,
+    "runners_8x4_agents": 0.35,
     "redact_1mib": 15.0,
 }
+BIGREPO = {"bigrepo_step", "bigrepo_start", "bigrepo_step_contained", "bigrepo_start_contained"}
 _T0_MS = calendar.timegm((2026, 11, 29, 8, 0, 0)) * 1000
 
 # The floor: read the same segment files, SHA-256 each line, parse it with `json`.
@@ -738,9 +744,33 @@ class Best:
         return min(self.sides[name])
 
 
-def report(name: str, ratio: float, detail: str, figures: str = "") -> None:
+UNITS = {"s": 1.0, "ms": 1000.0, "MiB": 1.0}
+JSON_LINES = False  # --json: each metric's line is a JSON object instead of text
+
+
+def report(
+    name: str,
+    harness: float,
+    floor: float,
+    detail: str,
+    unit: str = "s",
+    figures: dict[str, float] | None = None,
+) -> None:
+    """One metric: its ratio (`harness` over `floor`, seconds or MiB) and both sides, shown
+    in `unit`, on stdout (text, or one JSON object with --json); `detail` goes to stderr."""
+    ratio = harness / floor
+    scale = UNITS[unit]
+    sides = {"harness": round(harness * scale, 4), "floor": round(floor * scale, 4)}
+    extra = {key: round(value, 4) for key, value in (figures or {}).items()}
     say(f"{name}: {detail}")
-    print(f"{name} ratio={ratio:.2f} target={TARGETS[name]}{figures}", flush=True)
+    if JSON_LINES:
+        row = {"metric": name, "ratio": round(ratio, 4), "target": TARGETS[name]}
+        row |= {"met": ratio <= TARGETS[name], **sides, "unit": unit, **extra}
+        print(json.dumps(row, sort_keys=False), flush=True)
+        return
+    shown = "".join(f" {key}_{unit.lower()}={value:g}" for key, value in sides.items())
+    shown += "".join(f" {key}={value:g}" for key, value in extra.items())
+    print(f"{name} ratio={ratio:.2f} target={TARGETS[name]}{shown}", flush=True)
 
 
 @dataclass(frozen=True)
@@ -795,13 +825,15 @@ def bench_ledger(repo: Managed, events: int, small: int, reps: int, only: set[st
     if "verify_1m" in only:
         report(
             "verify_1m",
-            best["verify"] / best["floor"],
+            best["verify"],
+            best["floor"],
             f"harness verify {best['verify']:.2f} s, floor {best['floor']:.2f} s ({per})",
         )
     if "replay_1m" in only:
         report(
             "replay_1m",
-            best["replay"] / best["floor"],
+            best["replay"],
+            best["floor"],
             f"harness replay --format text {best['replay']:.2f} s, floor {best['floor']:.2f} s ({per})",
         )
     if "verify_memory" in only and only & {"verify_1m"}:
@@ -812,8 +844,10 @@ def bench_ledger(repo: Managed, events: int, small: int, reps: int, only: set[st
     if "verify_memory" in only:
         report(
             "verify_memory",
-            best["peak"] / best["small_peak"],
+            best["peak"],
+            best["small_peak"],
             f"peak RSS {best['peak']:.1f} MiB at {events:,} events, {best['small_peak']:.1f} MiB at {small:,}",
+            "MiB",
         )
 
 
@@ -908,9 +942,11 @@ def bench_checkpoint(repo: Managed, wt: Path, planned: Iterator[Planned], reps: 
         best.add("git", time.perf_counter() - started)
     report(
         "checkpoint",
-        best["harness"] / best["git"],
+        best["harness"],
+        best["git"],
         f"emit + checkpoint {best['harness'] * 1000:.1f} ms, git add -A && git commit {best['git'] * 1000:.1f} ms "
         f"(goal of {CHECKPOINT_EVENTS:,} events, best of {reps * 3})",
+        "ms",
     )
 
 
@@ -950,8 +986,10 @@ def bench_status(repo: Managed, count: int, reps: int, metric: str = "status_100
             raise SystemExit("bench: cat-file did not find every cell")
     report(
         metric,
-        best["harness"] / best["git"],
+        best["harness"],
+        best["git"],
         f"harness status --json {best['harness'] * 1000:.0f} ms, for-each-ref + cat-file --batch {best['git'] * 1000:.0f} ms ({count:,} goals, best of {reps})",
+        "ms",
     )
 
 
@@ -969,78 +1007,11 @@ def bench_noop(repo: Managed, reps: int) -> None:
         raise SystemExit("bench: a no-op run moved a goal branch")
     report(
         "noop_run",
-        best["harness"] / best["python"],
+        best["harness"],
+        best["python"],
         f"harness run {best['harness'] * 1000:.0f} ms, python -c pass {best['python'] * 1000:.0f} ms ({NOOP_GOALS} parked goals, best of {reps * 2})",
+        "ms",
     )
-
-
-# ---- sandbox_step -------------------------------------------------------------------------
-
-SANDBOX_GOAL = "sandbox-step"
-
-
-def bench_sandbox(repo: Managed, reps: int) -> None:
-    """A 0.5 s step through steps.run_step, contained by bwrap against bare, on a worktree
-    of the generated project (250 files). Both sides of each step kind are timed; the ratio
-    is the worse kind's: a build (the worktree bound writable) or a judge (a throw-away
-    copy of the worktree, made and removed around the step)."""
-    settle()
-    from harness.loop.sandbox import Place, Sandbox, contain, resolve
-    from harness.loop.steps import run_step
-
-    contained = resolve("required", os.environ)
-    bare = Sandbox("off", "off", reason="bench")
-    wt = repo.root / ".harness" / "worktrees" / SANDBOX_GOAL
-    git(repo.root, "worktree", "add", "-q", "-b", f"harness/{SANDBOX_GOAL}", str(wt))
-    common = repo.root / ".git"
-    place = Place(SANDBOX_GOAL, wt, repo.root, common, wt.parent, dict(os.environ))
-    argv = ["sleep", "0.5"]
-    best = Best.of("build", "judge", "bare")
-    for _ in range(reps):
-        for side, sandbox, writable in (
-            ("build", contained, True),
-            ("judge", contained, False),
-            ("bare", bare, True),
-        ):
-            started = time.perf_counter()
-            with contain(sandbox, place, argv, dict(os.environ), writable=writable) as box:
-                result = run_step(box.argv, wt, box.env, b"", 30.0)
-            best.add(side, time.perf_counter() - started)
-            if result.exit_code != 0:
-                raise SystemExit(f"bench: the {side} step failed: {result.output_tail}")
-    ratio = max(best["build"], best["judge"]) / best["bare"]
-    report(
-        "sandbox_step",
-        ratio,
-        f"build {best['build'] * 1000:.0f} ms, judge (copy) {best['judge'] * 1000:.0f} ms, "
-        f"bare {best['bare'] * 1000:.0f} ms (best of {reps})",
-    )
-
-
-# ---- runners_8x4 --------------------------------------------------------------------------
-
-TEAM_GOALS, TEAM_CLONES, TEAM_PER_CLONE = 40, 4, 2
-
-
-def team_run(base: Path, keys: Path, clones: int, per_clone: int) -> tuple[float, int]:
-    """The scenario of tests/e2e/test_many_runners.py, timed: `clones` clones of a bare
-    remote with TEAM_GOALS approved goals, `per_clone` `harness run --push origin` runners
-    in each, until no goal moves. Checks that every goal completed and each step ran once;
-    returns the wall time and the number of steps."""
-    from tests.fanout import Team, expected_steps, run_runners
-
-    public = (keys / "owner.pub").read_text().strip()
-    team = Team.create(base, keys / "owner", public, SECRET, TEAM_GOALS, clones, 8)
-    runs = run_runners(team, per_clone)
-    want = expected_steps(team.ids)
-    if runs.failures() or team.remote_completed() != set(team.ids):
-        raise SystemExit(f"bench: the runners failed: {[p.err for p in runs.failures()]}")
-    for step in ("build", "judge"):
-        once = {(g, i): n for (g, s, i), n in want.items() if s == step}
-        if team.counted(step) != once:
-            raise SystemExit(f"bench: a {step} ran other than once: {team.counted(step)}")
-    shutil.rmtree(base, ignore_errors=True)
-    return runs.seconds, want.total()
 
 
 REDACT_VALUES = 20
@@ -1091,34 +1062,10 @@ def bench_redact(reps: int) -> None:
         f"{best['redact'] * 1000:.1f} ms, bytes.replace loop {best['floor'] * 1000:.1f} ms "
         f"(best of {max(reps, 5)}; bound 30 ms)"
     )
-    figures = f" redact_ms={best['redact'] * 1000:.1f} floor_ms={best['floor'] * 1000:.1f}"
-    report("redact_1mib", best["redact"] / best["floor"], detail, figures)
+    report("redact_1mib", best["redact"], best["floor"], detail, "ms")
 
 
 ALNUM = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
-
-
-def bench_runners(base: Path, keys: Path, reps: int) -> None:
-    """8 runners in 4 clones against 1 runner in 1 clone, over the same 40 goals (fresh
-    repositories each time). The ratio is the 8-runner wall time over the 1-runner one:
-    at most 1.0 means the team is not slower than one runner."""
-    settle()
-    best = Best.of("one", "team")
-    steps = 0
-    for n in range(max(1, reps // 3)):
-        seconds, steps = team_run(base / f"one-{n}", keys, 1, 1)
-        best.add("one", seconds)
-        seconds, steps = team_run(base / f"team-{n}", keys, TEAM_CLONES, TEAM_PER_CLONE)
-        best.add("team", seconds)
-    report(
-        "runners_8x4",
-        best["team"] / best["one"],
-        f"{TEAM_CLONES * TEAM_PER_CLONE} runners in {TEAM_CLONES} clones "
-        f"{steps / best['team']:.2f} steps/s ({best['team']:.1f} s), 1 runner "
-        f"{steps / best['one']:.2f} steps/s ({best['one']:.1f} s); {TEAM_GOALS} goals, "
-        f"{steps} steps, each run once (best of {len(best.sides['one'])})",
-        f" steps_per_s={steps / best['team']:.2f} one_runner_steps_per_s={steps / best['one']:.2f}",
-    )
 
 
 # ---- main --------------------------------------------------------------------------------
@@ -1153,7 +1100,14 @@ def main(argv: list[str] | None = None) -> int:
         "--files", type=int, default=100_000, help="files in the big repository (default 100000)"
     )
     parser.add_argument("--only", default=",".join(TARGETS), help="comma-separated metrics to run")
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help="print each metric as one JSON object (ratio, target, met, both sides) a line",
+    )
     args = parser.parse_args(argv)
+    global JSON_LINES
+    JSON_LINES = args.json
     only = set(args.only.split(","))
     if only - set(TARGETS):
         parser.error(f"--only: unknown metric(s) {', '.join(sorted(only - set(TARGETS)))}")
@@ -1167,7 +1121,9 @@ def main(argv: list[str] | None = None) -> int:
     small = max(1, args.events // 10)
     say(f"bench: {base} ({os.cpu_count()} cpus, {sys.version.split()[0]})")
     write_bytecode()
-    import bench_scale  # it imports this module: after it is whole
+    import bench_sandbox  # they import this module: after it is whole
+    import bench_scale
+    import bench_team
 
     try:
         self_check(base / "self-check")
@@ -1200,15 +1156,21 @@ def main(argv: list[str] | None = None) -> int:
             )
         if "noop_run" in only:
             bench_noop(noop_repo(base, keys), args.reps)
-        if "sandbox_step" in only:
-            goal = goal_yaml(SANDBOX_GOAL, "true", "true", "true")
-            bench_sandbox(managed_repo(base / "sandbox", keys, {SANDBOX_GOAL: goal}), args.reps)
-        if only & {"bigrepo_step", "bigrepo_start"}:
+        if only & {"sandbox_step", "sandbox_fixed", "sandbox_layer"}:
+            sandbox = managed_repo(base / "sandbox", keys, {})
+            if "sandbox_step" in only:
+                bench_sandbox.bench_sandbox(sandbox, args.reps)
+            if "sandbox_fixed" in only:
+                bench_sandbox.bench_fixed(sandbox, args.reps)
+            if "sandbox_layer" in only:
+                bench_sandbox.bench_layer(sandbox, args.reps)
+        if only & BIGREPO:
             bench_scale.bench_bigrepo(base, keys, args.reps, only, args.files)
         if "jobs_scaling" in only:
             bench_scale.bench_jobs(base, keys, args.reps)
-        if "runners_8x4" in only:
-            bench_runners(base / "team", keys, args.reps)
+        for metric in ("runners_8x4", "runners_8x4_agents"):
+            if metric in only:
+                bench_team.bench_runners(base / "team", keys, args.reps, metric)
         if "redact_1mib" in only:
             bench_redact(args.reps)
     finally:

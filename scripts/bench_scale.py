@@ -4,11 +4,15 @@ best of `--reps` repetitions taken alternately (docs/specs/performance.md, "Scal
 
 - bigrepo_start: `harness run` of a new goal, killed right after its first commit
   (`HARNESS_FAILPOINT=after_commit`: worktree and `goal.started` committed), against
-  `git worktree add` of the same repository.
+  `git worktree add` of the same repository with the parallel checkout the harness uses
+  (`gitrepo.WHOLE_CHECKOUT`, issue 29).
 - bigrepo_step: `harness run --max-steps 2` of that started goal (a build appending a line
   to one file, a judge `true`), its wall time less the two step commands' own durations
   (from the ledger), per step, against `git add -A && git commit` of the same change in a
   worktree of the same repository.
+- bigrepo_start_contained, bigrepo_step_contained (issue 29): the same with the steps
+  contained as users run them (`sandbox: auto`, bwrap present): the judge works on a
+  throw-away copy of the whole worktree. Same floors, same targets.
 - status_10000: `harness status --json` over 10,000 goal branches against `for-each-ref`
   plus `cat-file --batch` of their cells.
 - jobs_scaling: 40 goals whose build and judge each sleep 0.5 s, the wall time of
@@ -36,8 +40,9 @@ JOBS_SLEEP = "sleep 0.5"
 
 
 def _bare_env() -> dict[str, str]:
-    """The harness's environment for these metrics: the step runs bare (the judge's
-    throw-away copy under bwrap is timed by sandbox_step, and grows with the tree)."""
+    """The harness's environment for the bare metrics (and jobs_scaling): steps uncontained,
+    so they measure the harness's git work alone; the `_contained` metrics add bwrap and
+    the judge's throw-away copy, which grows with the tree."""
     return harness_env() | {"HARNESS_SANDBOX": "off"}
 
 
@@ -98,7 +103,8 @@ def _step_seconds(wt: Path, goal_id: str) -> tuple[int, float]:
     return len(finished), total
 
 
-def _drop_worktree(root: Path, path: Path, branch: str) -> None:
+def _drop_worktree(root: Path, path: Path) -> None:
+    branch = git(path, "symbolic-ref", "--short", "HEAD")
     git(root, "worktree", "remove", "--force", str(path))
     git(root, "branch", "-q", "-D", branch)
 
@@ -137,78 +143,151 @@ def _where(label: str, trace: Path) -> None:
     say(f"{label}: {total} git processes, {sum(seconds.values()):.2f} s in git: {shown}")
 
 
+def _floor(repo: bench.Managed, n: int) -> tuple[float, float, Path]:
+    """The floors, in a worktree of the same repository: `git worktree add` with the
+    parallel checkout the harness uses (WHOLE_CHECKOUT), then `git add -A && git commit`
+    of the change a build makes. Their seconds and the worktree."""
+    from harness.store.gitrepo import WHOLE_CHECKOUT
+
+    floor_wt = repo.root.parent / f"floor-{n}"
+    os.sync()  # each checkout starts with no other side's writes still being flushed
+    started = time.perf_counter()
+    add = [*WHOLE_CHECKOUT, "worktree", "add", "-q", "-b", f"floor-{n}", str(floor_wt), "main"]
+    git(repo.root, *add)
+    add_seconds = time.perf_counter() - started
+    with (floor_wt / BIG_FILE).open("a") as handle:
+        handle.write("step 1\n")
+    started = time.perf_counter()
+    subprocess.run(["git", "add", "-A"], cwd=floor_wt, check=True)
+    subprocess.run(["git", "commit", "-q", "-m", "floor"], cwd=floor_wt, check=True)
+    return add_seconds, time.perf_counter() - started, floor_wt
+
+
+def _harness_goal(
+    repo: bench.Managed, gid: str, env: dict[str, str], trace: Path | None
+) -> tuple[float, float, Path]:
+    """Start `gid` (killed after its first commit), then its two steps: the start's
+    seconds, a step's seconds less its command's, and the goal's worktree. The steps must
+    have been contained as `env` asks (bwrap, or off)."""
+    run = [*harness_cmd(), "run", gid]
+    start_env = env | {"HARNESS_FAILPOINT": "after_commit"}
+    step_env = dict(env)
+    if trace is not None:
+        start_env["GIT_TRACE2_EVENT"] = f"{trace}-start"
+        step_env["GIT_TRACE2_EVENT"] = f"{trace}-steps"
+    os.sync()
+    start = _timed_run([*run, "--max-steps", "1"], repo.root, start_env, {-9, 137})
+    wt = repo.root / ".harness" / "worktrees" / gid
+    kinds = [e["type"] for e in _events(wt, gid)]
+    if kinds != ["goal.started"] or git(wt, "status", "--porcelain"):
+        raise SystemExit(f"bench: the start of {gid} left {kinds} and a changed worktree")
+    wall = _timed_run([*run, "--max-steps", "2"], repo.root, step_env, {0})
+    steps, commands = _step_seconds(wt, gid)
+    if steps != 2 or git(wt, "diff", "--stat", "main", "HEAD", "--", BIG_FILE) == "":
+        raise SystemExit(f"bench: {gid} did not run its build and judge ({steps} finished)")
+    want = "off" if env.get("HARNESS_SANDBOX") == "off" else "bwrap"
+    started = [e["data"] for e in _events(wt, gid) if e["type"] == "step.started"]
+    boxes = {data.get("sandbox") for data in started if isinstance(data, dict)}
+    if boxes != {want}:
+        raise SystemExit(f"bench: {gid}'s steps ran contained by {boxes}, not {want}")
+    return start, (wall - commands) / steps, wt
+
+
 def bench_bigrepo(
     base: Path, keys: Path, reps: int, only: set[str], files: int = BIG_FILES
 ) -> None:
-    goals = [f"big-{n}" for n in range(1, reps + 1)] + ["big-trace"]
-    repo = big_repo(base, keys, goals, files)
-    env = _bare_env()
-    run = [*harness_cmd(), "run"]
-    best = Best.of("start", "worktree_add", "step", "commit")
+    """bigrepo_start and bigrepo_step, bare and contained (`sandbox: auto`, bwrap present:
+    the judge works on a throw-away copy of the whole worktree), each repetition's sides
+    in turn against the same floors."""
+    sides = {"bare": _bare_env(), "contained": _contained_env()}
+    wanted = [
+        side
+        for side, names in (
+            ("bare", {"bigrepo_start", "bigrepo_step"}),
+            ("contained", {"bigrepo_start_contained", "bigrepo_step_contained"}),
+        )
+        if only & names
+    ]
+    goals = {side: [f"{GOAL_PREFIX[side]}-{n}" for n in range(1, reps + 1)] for side in wanted}
+    trace_goal = "big-trace" if "bare" in wanted else None
+    everyone = [gid for ids in goals.values() for gid in ids] + ([trace_goal] if trace_goal else [])
+    repo = big_repo(base, keys, everyone, files)
+    best = Best.of(
+        "worktree_add", "commit", *(f"{k}_{s}" for s in wanted for k in ("start", "step"))
+    )
     # Worktrees are removed only after every side is measured: removing 100,000 files leaves
     # the disk busy (freeing and discarding blocks) well after `os.sync()`, and whichever
     # side came next paid for it (the harness's start took 30 s beside a 2.4 s floor).
-    made: list[tuple[Path, str]] = []
-    for n, gid in enumerate(goals):
-        tracing = gid == "big-trace"
-        trace = base / f"trace-{gid}"
-        # The floor: a worktree of the same repository, the same change committed there.
-        floor_wt = repo.root.parent / f"floor-{n}"
-        os.sync()  # each checkout starts with no other side's writes still being flushed
-        started = time.perf_counter()
-        git(repo.root, "worktree", "add", "-q", "-b", f"floor-{n}", str(floor_wt), "main")
-        add_seconds = time.perf_counter() - started
-        with (floor_wt / BIG_FILE).open("a") as handle:
-            handle.write("step 1\n")
-        started = time.perf_counter()
-        subprocess.run(["git", "add", "-A"], cwd=floor_wt, check=True)
-        subprocess.run(["git", "commit", "-q", "-m", "floor"], cwd=floor_wt, check=True)
-        commit_seconds = time.perf_counter() - started
-        made.append((floor_wt, f"floor-{n}"))
-        # The harness: start the goal (killed after its first commit), then two steps.
-        start_env = env | {"HARNESS_FAILPOINT": "after_commit"}
-        os.sync()
-        if tracing:
-            start_env["GIT_TRACE2_EVENT"] = str(trace) + "-start"
-        start = _timed_run([*run, gid, "--max-steps", "1"], repo.root, start_env, {-9, 137})
-        wt = repo.root / ".harness" / "worktrees" / gid
-        kinds = [e["type"] for e in _events(wt, gid)]
-        if kinds != ["goal.started"] or git(wt, "status", "--porcelain"):
-            raise SystemExit(f"bench: the start of {gid} left {kinds} and a changed worktree")
-        step_env = env | ({"GIT_TRACE2_EVENT": str(trace) + "-steps"} if tracing else {})
-        wall = _timed_run([*run, gid, "--max-steps", "2"], repo.root, step_env, {0})
-        steps, commands = _step_seconds(wt, gid)
-        if steps != 2 or git(wt, "diff", "--stat", "main", "HEAD", "--", BIG_FILE) == "":
-            raise SystemExit(f"bench: {gid} did not run its build and judge ({steps} finished)")
-        made.append((wt, f"harness/{gid}"))
-        if tracing:
-            _where("bigrepo_start git", Path(str(trace) + "-start"))
-            _where("bigrepo_step git (two steps)", Path(str(trace) + "-steps"))
-            continue
+    made: list[Path] = []
+    for n in range(reps):
+        add_seconds, commit_seconds, floor_wt = _floor(repo, n)
         best.add("worktree_add", add_seconds)
         best.add("commit", commit_seconds)
-        best.add("start", start)
-        best.add("step", (wall - commands) / steps)
-    for path, branch in made:
-        _drop_worktree(repo.root, path, branch)
+        made.append(floor_wt)
+        for side in wanted:
+            start, step, wt = _harness_goal(repo, goals[side][n], sides[side], None)
+            best.add(f"start_{side}", start)
+            best.add(f"step_{side}", step)
+            made.append(wt)
+    if trace_goal is not None:  # untimed: where a start's and two steps' git time goes
+        trace = base / f"trace-{trace_goal}"
+        made.append(_harness_goal(repo, trace_goal, sides["bare"], trace)[2])
+        _where("bigrepo_start git", Path(f"{trace}-start"))
+        _where("bigrepo_step git (two steps)", Path(f"{trace}-steps"))
+    if "contained" in wanted:
+        _layer_cost(made[-1], files)
+    for path in made:
+        _drop_worktree(repo.root, path)
     _report_bigrepo(best, only, files, reps)
 
 
+GOAL_PREFIX = {"bare": "big", "contained": "bigc"}
+
+
+def _contained_env() -> dict[str, str]:
+    """The harness's environment as users run it: `sandbox: auto` (the config names none,
+    HARNESS_SANDBOX unset), so with bwrap present every step is contained."""
+    env = harness_env()
+    env.pop("HARNESS_SANDBOX", None)
+    return env
+
+
+def _layer_cost(worktree: Path, files: int) -> None:
+    """What a read-only step's throw-away copy of this worktree costs, in-process (stderr)."""
+    from harness.loop.layer import MEMORY, make_layer
+
+    started = time.perf_counter()
+    layer = make_layer(worktree)
+    made = time.perf_counter()
+    layer.remove()
+    where = "memory" if layer.folder.is_relative_to(MEMORY) else "disk"
+    say(
+        f"bigrepo contained: a read-only step's layer of {files:,} files in {where}: "
+        f"{made - started:.2f} s to copy, {time.perf_counter() - made:.2f} s to remove"
+    )
+
+
 def _report_bigrepo(best: Best, only: set[str], files: int, reps: int) -> None:
-    if "bigrepo_start" in only:
-        report(
-            "bigrepo_start",
-            best["start"] / best["worktree_add"],
-            f"harness start (worktree + first commit) {best['start']:.2f} s, git worktree add "
-            f"{best['worktree_add']:.2f} s ({files:,} files, best of {reps})",
-        )
-    if "bigrepo_step" in only:
-        report(
-            "bigrepo_step",
-            best["step"] / best["commit"],
-            f"harness per step (commands excluded) {best['step'] * 1000:.0f} ms, git add -A "
-            f"&& git commit {best['commit'] * 1000:.0f} ms ({files:,} files, best of {reps})",
-        )
+    per = f"({files:,} files, best of {reps})"
+    for side, suffix in (("bare", ""), ("contained", "_contained")):
+        how = "bare" if side == "bare" else "contained, sandbox: auto"
+        if f"bigrepo_start{suffix}" in only:
+            report(
+                f"bigrepo_start{suffix}",
+                best[f"start_{side}"],
+                best["worktree_add"],
+                f"harness start ({how}: worktree + first commit) {best[f'start_{side}']:.2f} s, "
+                f"git -c checkout.workers=0 worktree add {best['worktree_add']:.2f} s {per}",
+            )
+        if f"bigrepo_step{suffix}" in only:
+            report(
+                f"bigrepo_step{suffix}",
+                best[f"step_{side}"],
+                best["commit"],
+                f"harness per step ({how}, commands excluded) {best[f'step_{side}'] * 1000:.0f} ms, "
+                f"git add -A && git commit {best['commit'] * 1000:.0f} ms {per}",
+                "ms",
+            )
 
 
 def bench_jobs(base: Path, keys: Path, reps: int) -> None:
@@ -232,7 +311,8 @@ def bench_jobs(base: Path, keys: Path, reps: int) -> None:
             shutil.rmtree(copy)
     report(
         "jobs_scaling",
-        best["4"] / best["1"],
+        best["4"],
+        best["1"],
         f"--jobs 4 {best['4']:.1f} s, --jobs 1 {best['1']:.1f} s ({JOBS_GOALS} goals, "
         f"build and judge {JOBS_SLEEP}, {os.cpu_count()} cpus, best of {reps})",
     )
