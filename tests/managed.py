@@ -2,7 +2,7 @@
 
 The agent and judge are small real Python scripts. Each appends a line to a counter file
 outside the repository, so a test can count how often each really ran. When the steps run
-contained (tests/conftest.py, `contained`), the repository's config shows that folder to
+contained (tests/conftest.py, `contained_steps`), the repository's config shows that folder to
 them writable (`sandbox_binds: [rw:<counters>]`, `counters_bound`).
 """
 
@@ -155,7 +155,7 @@ CONFIG = ".harness/config.yaml"
 def counters_bound(files: dict[str, str], counters: Path) -> dict[str, str]:
     """`files` with the counters folder shown writable to contained steps: the config gains
     `sandbox_binds: [rw:<counters>]`, when the config leaves the mode to the runner and the
-    runner's is not off (HARNESS_SANDBOX, `contained`). Left alone when it names a mode or
+    runner's is not off (HARNESS_SANDBOX, `contained_steps`). Left alone when it names a mode or
     binds of its own (the test owns them) and when it is no mapping (a broken config)."""
     try:
         config = yaml.safe_load(files.get(CONFIG, "{}"))

@@ -12,8 +12,8 @@ from harness.record.cell import Spend, cell_bytes, parse_cell, read_cell
 from harness.trust.secret import Secret
 from tests.managed import SECRET, ManagedFactory, alive, base_goal, git, wait_for
 
-# The guarantees hold as users run: every step contained (tests/conftest.py, `contained`).
-pytestmark = pytest.mark.usefixtures("contained")
+# The guarantees hold as users run: every step contained (tests/conftest.py, `contained_steps`).
+pytestmark = pytest.mark.usefixtures("contained_steps")
 
 
 def test_g1_resume_after_kill(managed: ManagedFactory) -> None:
@@ -166,7 +166,7 @@ def test_g1_kill_9_leaves_no_agent_behind(managed: ManagedFactory) -> None:
 
 
 def test_the_guarantee_tests_run_their_steps_contained(
-    managed: ManagedFactory, contained: str
+    managed: ManagedFactory, contained_steps: str
 ) -> None:
     """The tests above hold as users run: each step under bubblewrap, the scripted agent
     writing its counters through the folder the test repository's config binds."""
@@ -180,5 +180,5 @@ def test_the_guarantee_tests_run_their_steps_contained(
         for x in p.read_text().splitlines()
     ]
     boxes = {e["data"]["sandbox"] for e in lines if e["type"] == "step.started"}
-    assert boxes == ({"off"} if contained == "off" else {"bwrap"})
+    assert boxes == ({"off"} if contained_steps == "off" else {"bwrap"})
     assert repo.count("build") and repo.status()["status"] == "completed"  # counters reached

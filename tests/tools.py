@@ -66,7 +66,7 @@ def bwrap_problem() -> str | None:
 
 
 def contained_mode(bare: tuple[object, ...] | None) -> str:
-    """The sandbox mode of a test that runs contained (tests/conftest.py, `contained`):
+    """The sandbox mode of a test that runs contained (tests/conftest.py, `contained_steps`):
     `off` for a test marked `bare(reason)` (the reason is required), else the suite's
     HARNESS_TEST_SANDBOX when set, else `required` where bwrap works. Without a working
     bwrap the steps run bare on a developer's machine and the test fails under CI."""

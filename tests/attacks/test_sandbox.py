@@ -30,6 +30,8 @@ import pytest
 from tests.managed import SECRET, Key, ManagedRepo, base_goal, git
 from tests.tools import bwrap_problem, need_tool
 
+# Each probe names its mode in its config (on and off): run once, not twice (conftest.py).
+NAMES_ITS_SANDBOX_MODE = True
 BWRAP = shutil.which("bwrap")
 
 
