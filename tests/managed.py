@@ -166,6 +166,8 @@ def counters_bound(files: dict[str, str], counters: Path) -> dict[str, str]:
     if "sandbox" in config or os.environ.get("HARNESS_SANDBOX", "auto") == "off":
         return files  # a test that names the mode (tests/e2e/test_sandbox.py) owns its binds
     text = files.get(CONFIG, "")
+    if text.lstrip().startswith("{"):  # a flow mapping (JSON): a key cannot be appended
+        return files | {CONFIG: json.dumps(config | {"sandbox_binds": [f"rw:{counters}"]})}
     # Appended, not re-dumped: the test's own text (its `off`, its comments) stays as written.
     bind = f"sandbox_binds: [{json.dumps('rw:' + str(counters))}]\n"
     return files | {CONFIG: text + ("\n" if text and not text.endswith("\n") else "") + bind}
