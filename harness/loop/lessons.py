@@ -1,6 +1,7 @@
-"""The lessons a build is given (`select`) and the block the build prompt shows of them
-(`prompt_section`). A lesson file's parsing and matching are the model's
-(`model/lessons.py`); running the lessons' checks at the done gate is `lesson_checks`.
+"""The lessons a build is given (`select`; `given_lessons` adds the one whose check failed)
+and the block the build prompt shows of them (`prompt_section`). A lesson file's parsing
+and matching are the model's (`model/lessons.py`); its checks at the done gate run from
+`lesson_checks`.
 """
 
 from __future__ import annotations
