@@ -75,7 +75,7 @@ def advance_goal(
             control.run_approval(goal)  # raises the precise refusal; nothing is created
         # A goal with a record gets its worktree back first: whether an unapproved edit
         # matters (a finished goal rests whatever its file says) is _move_on's question.
-        wt = ensure_worktree(repo, goal_id, control.branch(goal_id), control.commit)
+        wt = ensure_worktree(repo, goal_id, branch, control.commit)
     _repair_index(wt, dropped)
     runner, bound = _loaded_runner(ctx, goal, verdict, wt, lessons)
     try:
