@@ -17,10 +17,11 @@ os.environ.update(
         "GIT_COMMITTER_EMAIL": "committer@example.com",
         "GIT_CONFIG_NOSYSTEM": "1",
         "XDG_CONFIG_HOME": tempfile.mkdtemp(prefix="harness-test-config-"),
-        # The runner's default when a config names no `sandbox:`: bare for most of the
-        # suite. The guarantee and attack tests run contained, as users run
-        # (`contained_steps` below); the e2e tests not yet (issue 29's note says why);
-        # HARNESS_TEST_SANDBOX=auto (or off) sets the mode of the whole suite instead.
+        # The runner's default when a config names no `sandbox:`: bare for the unit tests.
+        # The guarantee, attack and end-to-end tests run contained, as users run
+        # (`contained_steps` below; tests/e2e/conftest.py), each but those marked
+        # `bare("why")`; HARNESS_TEST_SANDBOX=auto (or off) sets the mode of the whole
+        # suite instead.
         "HARNESS_SANDBOX": os.environ.get("HARNESS_TEST_SANDBOX", "off"),
         "XDG_STATE_HOME": tempfile.mkdtemp(prefix="harness-test-state-"),
     }
@@ -46,8 +47,8 @@ def pytest_configure(config: pytest.Config) -> None:
 def contained_steps(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """The harness processes this test starts contain their steps: HARNESS_SANDBOX is
     `required` for the test (in os.environ, which every repository's env is made from),
-    unless the test is marked `bare("why")`. Used by tests/test_guarantees.py and
-    tests/attacks (its conftest.py); the mode it set is returned."""
+    unless the test is marked `bare("why")`. Used by tests/test_guarantees.py, tests/attacks
+    and tests/e2e (their conftest.py); the mode it set is returned."""
     marker = request.node.get_closest_marker("bare")
     mode = contained_mode(None if marker is None else marker.args)
     monkeypatch.setenv("HARNESS_SANDBOX", mode)

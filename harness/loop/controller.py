@@ -434,6 +434,7 @@ class GoalRunner(Crossing):
                         spec.timeout_s,
                         on_start=started,
                         on_stdout=meter.feed if meter else None,
+                        bwrap=self.sandbox.on,
                     )
             except LayerFailure as exc:  # a read-only step without its copy cannot start
                 result = cannot_start(str(exc))

@@ -239,11 +239,14 @@ def run_step(
     clock: Callable[[], float] = time.monotonic,
     on_start: Callable[[int], None] | None = None,
     on_stdout: Callable[[bytes], None] | None = None,
+    bwrap: bool = False,
 ) -> StepResult:
     """Run `argv` in `cwd` with a timeout and bounded capture; see the module docstring.
 
     A command that cannot start returns exit code 127 (not found) or 126 (not runnable)
-    with the reason in `output_tail`, as a shell would, instead of raising.
+    with the reason in `output_tail`, as a shell would, instead of raising. `bwrap`: `argv`
+    is the step's command under bwrap (sandbox.md), whose exit 128+N is read as its
+    command's death by signal N (`_bwrap_code`).
     """
     if not argv:
         raise ValueError("run_step: empty argv")
@@ -260,6 +263,7 @@ def run_step(
         timed_out = not child.run_until(started + timeout_s, need_eof=False)
         child.finish_group(GRACE_S)
         code = child.reap()
+        code = _bwrap_code(code) if bwrap else code
     except BaseException:
         # KeyboardInterrupt, SystemExit or a bug: never leave the step's processes behind.
         kill_group(proc.pid)
@@ -276,6 +280,15 @@ def run_step(
         stdout_truncated=out.truncated,
         signal=_signal_name(code) if code < 0 and not timed_out else None,
     )
+
+
+def _bwrap_code(code: int) -> int:
+    """bwrap's exit code as a bare command's would be: bwrap reports its command's death by
+    signal N as its own exit 128+N, and bubblewrap 0.8.0 says no more (its --json-status-fd
+    gives `"exit-code": 137` both for a command killed by SIGKILL and for `exit 137`), so
+    128+N reads as -N, killed by signal N, as a shell reads it. A command that itself exits
+    128+N reads the same; bwrap's own failures exit 1."""
+    return 128 - code if 128 < code < 128 + signal.NSIG else code
 
 
 def _signal_name(code: int) -> str:

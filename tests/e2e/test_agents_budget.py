@@ -30,8 +30,15 @@ sys.stdout.write(Path(plan[it - 1]).read_text())
 
 
 def _run(
-    managed: ManagedFactory, fmt: str, plan: list[str], config: str | None = None
+    managed: ManagedFactory,
+    fmt: str,
+    plan: list[str],
+    config: str | None = None,
+    made: dict[str, str] | None = None,
 ) -> dict[str, float]:
+    """The budget used by a goal whose builds print, in turn, the captures `plan` names:
+    files in tests/data/agents, or a test's own outputs (`made`, name -> text), written in
+    the counters folder, which contained builds see (tests/managed.py, `counters_bound`)."""
     goal = base_goal() | {
         "build": {"run": [sys.executable, "replay.py"], "format": fmt},
         "halt": {"no_progress_passes": 5, "max_passes": 50},  # every failed build leaves "wrong"
@@ -40,7 +47,11 @@ def _run(
     if config:
         files[".harness/config.yaml"] = config
     repo = managed(goal=goal, files=files)
-    (repo.counters / "plan.json").write_text(json.dumps([str(DATA / name) for name in plan]))
+    made = made or {}
+    for name, text in made.items():
+        (repo.counters / name).write_text(text)
+    paths = [repo.counters / name if name in made else DATA / name for name in plan]
+    (repo.counters / "plan.json").write_text(json.dumps([str(path) for path in paths]))
     repo.harness("run", check=0)
     used: dict[str, float] = repo.status()["budget_used"]
     return used
@@ -64,11 +75,10 @@ def test_claude_budget_equals_what_claude_printed(
     assert used["turns"] == turns
 
 
-def test_claude_totals_without_evidence_count_more(managed: ManagedFactory, tmp_path: Path) -> None:
+def test_claude_totals_without_evidence_count_more(managed: ManagedFactory) -> None:
     # No usage/modelUsage to tell a session total from a process's own: each is taken whole.
-    outputs = []
+    outputs = {}
     for index, total in enumerate((0.30, 0.75)):
-        path = tmp_path / f"bare-{index}.out"
         result = {
             "type": "result",
             "subtype": "success",
@@ -76,9 +86,8 @@ def test_claude_totals_without_evidence_count_more(managed: ManagedFactory, tmp_
             "num_turns": 3,
             "session_id": "s1",
         }
-        path.write_text(json.dumps(result))
-        outputs.append(str(path))
-    used = _run(managed, "claude-json", outputs)
+        outputs[f"bare-{index}.out"] = json.dumps(result)
+    used = _run(managed, "claude-json", list(outputs), made=outputs)
     assert used["cost_usd"] == pytest.approx(1.05)
     assert used["turns"] == 6
 
@@ -169,16 +178,14 @@ def test_claude_killed_by_its_timeout_counts_what_it_recorded(
     assert used["turns"] == 3
 
 
-def test_codex_output_over_a_mebibyte_is_still_counted_once(
-    managed: ManagedFactory, tmp_path: Path
-) -> None:
+def test_codex_output_over_a_mebibyte_is_still_counted_once(managed: ManagedFactory) -> None:
     # The resumed build's real lines with a real command_execution item repeated past 1 MiB
     # between thread.started and turn.completed: a tail would lose the thread id.
     first, *rest = (DATA / "codex/resume-2.out").read_text().splitlines(keepends=True)
     item = (DATA / "codex/edit-ww.out").read_text().splitlines(keepends=True)[4]
-    padded = tmp_path / "resume-2-padded.out"
-    padded.write_text(first + item * (1_200_000 // len(item)) + "".join(rest))
-    assert padded.stat().st_size > 1_200_000
-    used = _run(managed, "codex-jsonl", ["codex/resume-1.out", str(padded)], PRICES)
+    padded = first + item * (1_200_000 // len(item)) + "".join(rest)
+    assert len(padded.encode()) > 1_200_000
+    made = {"resume-2-padded.out": padded}
+    used = _run(managed, "codex-jsonl", ["codex/resume-1.out", *made], PRICES, made)
     assert used["cost_usd"] == pytest.approx(0.0024)
     assert used["turns"] == 2

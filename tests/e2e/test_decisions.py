@@ -151,11 +151,13 @@ def test_agent_editing_owners_or_its_goal_is_tamper_and_restored(
     assert repo.count("judge") == []
 
 
-def test_agent_sees_no_secret_or_agent_sockets(managed: ManagedFactory) -> None:
+def test_agent_sees_no_secret_or_agent_sockets(managed: ManagedFactory, tmp_path: Path) -> None:
     repo = managed(mode="env-dump")
     env = repo.env | {
         "HARNESS_SECRET_FILE": "/nonexistent",
-        "SSH_AUTH_SOCK": "/tmp/agent.sock",
+        # In a folder of its own, as ssh-agent makes one: contained steps have the socket's
+        # folder hidden, and a bind inside it (the counters') would be refused.
+        "SSH_AUTH_SOCK": str(tmp_path / "ssh-agent" / "agent.1"),
         "GPG_AGENT_INFO": "/tmp/gpg:1:1",
         "HARNESS_KEY_PASSPHRASE": "pw",
     }

@@ -16,8 +16,15 @@ import pytest
 from tests.e2e.test_remote import clone
 from tests.managed import ManagedFactory, ManagedRepo, base_goal, git
 
+BARE_KILL = "the same kill bare: the signal is the wait status's, not read from bwrap's 128+N"
 
-def test_an_agent_killed_by_a_signal_is_named(managed: ManagedFactory) -> None:
+
+@pytest.mark.parametrize(
+    "how", ["contained", pytest.param("bare", marks=pytest.mark.bare(BARE_KILL))]
+)
+def test_an_agent_killed_by_a_signal_is_named(
+    managed: ManagedFactory, contained_steps: str, how: str
+) -> None:
     goal = base_goal() | {"build": {"run": ["sh", "-c", "kill -KILL $$"], "timeout": "60s"}}
     repo = managed(goal=goal)
     out = repo.harness("run", "--max-steps", "1", check=0).stdout
@@ -28,6 +35,8 @@ def test_an_agent_killed_by_a_signal_is_named(managed: ManagedFactory) -> None:
     events = json.loads(replay)["events"]
     data = next(e["data"] for e in events if e["type"] == "step.finished")
     assert (data["exit_code"], data["signal"], data["timed_out"]) == (None, "SIGKILL", False)
+    started = next(e["data"] for e in events if e["type"] == "step.started")
+    assert started["sandbox"] == ("off" if contained_steps == "off" else "bwrap"), how
     assert repo.harness("replay", "g1", check=0).stdout == out
 
 

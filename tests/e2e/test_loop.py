@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import subprocess
+import sys
 from pathlib import Path
+
+import pytest
 
 from tests.managed import ManagedFactory, base_goal, git, keygen_verifies, make_key
 
@@ -81,12 +84,28 @@ def test_expected_files_block_the_done_gate(managed: ManagedFactory) -> None:
     assert repo.status()["gate"] in ("budget_exhausted", "no_progress")
 
 
+# A judge that writes a file into the worktree, then judges as the base goal's does.
+WRITING_JUDGE = {"run": ["sh", "-c", f'echo x > judge-wrote.txt; exec "{sys.executable}" judge.py']}
+
+
+@pytest.mark.bare("contained, a read-only step writes a throw-away copy: no violation to see")
 def test_read_only_judge_that_writes_is_a_violation(managed: ManagedFactory) -> None:
-    goal = base_goal() | {"judge": {"run": ["sh", "-c", "echo x > judge-wrote.txt; exit 1"]}}
-    repo = managed(goal=goal)
+    repo = managed(goal=base_goal() | {"judge": WRITING_JUDGE})
     repo.harness("run", check=0)
     row = repo.status()
     assert (row["status"], row["gate"]) == ("needs_attention", "read_only_violation")
+
+
+def test_a_contained_judge_that_writes_writes_only_its_copy(
+    managed: ManagedFactory, contained: None
+) -> None:
+    repo = managed(goal=base_goal() | {"judge": WRITING_JUDGE})
+    repo.harness("run", check=0)
+    row = repo.status()
+    assert (row["status"], row["gate"], row["iteration"]) == ("completed", None, 2)
+    assert repo.count("judge") == ["1", "2"]
+    assert not (repo.worktree / "judge-wrote.txt").exists()
+    assert "judge-wrote.txt" not in git(repo.root, "ls-tree", "-r", "--name-only", "harness/g1")
 
 
 def test_edited_goal_after_start_gates_goal_changed(managed: ManagedFactory) -> None:

@@ -7,6 +7,8 @@ import os
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.managed import ManagedFactory, ManagedRepo, base_goal
 
 SEGMENT = "ledger/g1/events/000001.jsonl"
@@ -29,22 +31,42 @@ def _outside(repo: ManagedRepo) -> Path:
     return repo.counters / "outside.txt"
 
 
-def test_a_link_a_judge_plants_in_the_ledger_never_receives_a_byte(
-    managed: ManagedFactory,
-) -> None:
+def _linked_by_the_judge(managed: ManagedFactory) -> ManagedRepo:
+    """A goal whose judge plants the link, run: the segment it copied is `_outside`."""
     goal = base_goal() | {"judge": {"run": [sys.executable, "linking_judge.py"]}}
     repo = managed(goal=goal, mode="fix-on-1", files={"linking_judge.py": LINKING_JUDGE})
     repo.harness("run", check=0)
-    outside = _outside(repo)
-    written = outside.read_bytes()
-    row = repo.status()
-    assert (row["status"], row["gate"]) == ("needs_attention", "tamper")
+    return repo
+
+
+def _no_byte_went_through(repo: ManagedRepo, status: str) -> None:
+    written = _outside(repo).read_bytes()
     segment = repo.worktree / SEGMENT
     assert not segment.is_symlink() and segment.is_file()
-    assert outside.read_bytes() == written  # not one event line went through the link
-    assert segment.read_bytes().startswith(written)
+    assert len(segment.read_bytes()) > len(written)  # events were appended after the judge
+    assert segment.read_bytes().startswith(written)  # …and not one line went to the link
     out = repo.harness("verify", "g1", check=0).stdout
-    assert out.startswith("ok g1: ") and "status needs_attention" in out
+    assert out.startswith("ok g1: ") and f"status {status}" in out
+
+
+@pytest.mark.bare("contained, the judge plants its link in a throw-away copy: no tamper to see")
+def test_a_link_a_judge_plants_in_the_ledger_never_receives_a_byte(
+    managed: ManagedFactory,
+) -> None:
+    repo = _linked_by_the_judge(managed)
+    row = repo.status()
+    assert (row["status"], row["gate"]) == ("needs_attention", "tamper")
+    _no_byte_went_through(repo, "needs_attention")
+
+
+def test_a_link_a_contained_judge_plants_stays_in_its_copy(
+    managed: ManagedFactory, contained: None
+) -> None:
+    repo = _linked_by_the_judge(managed)
+    row = repo.status()
+    assert (row["status"], row["gate"]) == ("completed", None)  # its verdict stands
+    assert repo.count("judge") == ["1"]
+    _no_byte_went_through(repo, "completed")
 
 
 def test_a_link_planted_between_runs_is_refused(managed: ManagedFactory) -> None:

@@ -80,10 +80,12 @@ def test_a_push_the_remote_refuses_keeps_every_result(
     dropped, the remote's own words are shown, and once it allows pushes again the next
     run pushes what was kept and no step runs twice."""
     # The first build makes the remote start refusing (once): the push of its result fails.
-    deny = tmp_path / "deny"
-    once = f'[ -e "{tmp_path}/denied" ] || {{ touch "{deny}" "{tmp_path}/denied"; }}'
-    build = ["sh", "-c", f'"{sys.executable}" agent.py && {once}']
+    # Its marks go in the counters folder, which contained builds see writable.
+    marks = '"$TEST_COUNTER_DIR/deny" "$TEST_COUNTER_DIR/denied"'
+    once = f'[ -e "$TEST_COUNTER_DIR/denied" ] || touch {marks}'
+    build = ["sh", "-c", f'"{sys.executable}" agent.py && {{ {once}; }}']
     seed = managed(goal=base_goal() | {"build": {"run": build, "timeout": "60s"}})
+    deny = seed.counters / "deny"
     bare = tmp_path / "remote.git"
     subprocess.run(["git", "clone", "-q", "--bare", str(seed.root), str(bare)], check=True)
     hook = bare / "hooks" / "pre-receive"

@@ -21,16 +21,18 @@ SHIP = {
 }
 
 
-def _bare(path: Path) -> Path:
+def _bare(repo: ManagedRepo, name: str) -> Path:
+    """A bare remote in the counters folder: a contained ship step pushes only to what the
+    config's `sandbox_binds` shows writable (sandbox.md, "Ship"), as that folder is
+    (tests/managed.py, `counters_bound`)."""
+    path = repo.counters / name
     subprocess.run(["git", "init", "-q", "--bare", str(path)], check=True)
     return path
 
 
-def test_ship_commit_is_the_change_alone_on_the_base(
-    managed: ManagedFactory, tmp_path: Path
-) -> None:
-    remote = _bare(tmp_path / "remote.git")
+def test_ship_commit_is_the_change_alone_on_the_base(managed: ManagedFactory) -> None:
     repo = managed(goal=base_goal() | {"ship": SHIP})
+    remote = _bare(repo, "remote.git")
     repo.env["TEST_REMOTE"] = str(remote)
     base = git(repo.root, "rev-parse", "main")
     repo.harness("run", check=0)
@@ -59,18 +61,19 @@ def test_ship_commit_is_the_change_alone_on_the_base(
 
 
 def _clone(source: ManagedRepo, root: Path) -> ManagedRepo:
-    """Another machine: a clone of the control branch and the goal branch, its own counters."""
+    """Another machine: a clone of the control branch and the goal branch, its own counters
+    (inside the source's, the folder the shared config shows contained steps)."""
     subprocess.run(["git", "clone", "-q", str(source.root), str(root)], check=True)
     git(root, "fetch", "-q", "origin", "refs/heads/harness/g1:refs/heads/harness/g1")
-    counters = root.parent / "counters-b"
+    counters = source.counters / "machine-b"
     counters.mkdir()
     env = source.env | {"TEST_COUNTER_DIR": str(counters)}
     return ManagedRepo(root, source.key, counters, "g1", env)
 
 
 def test_two_clones_make_the_same_ship_commit(managed: ManagedFactory, tmp_path: Path) -> None:
-    remote_a, remote_b = _bare(tmp_path / "a.git"), _bare(tmp_path / "b.git")
     repo = managed(goal=base_goal() | {"ship": SHIP})
+    remote_a, remote_b = _bare(repo, "a.git"), _bare(repo, "b.git")
     repo.harness("run", check=0)
     # The owner signs without the secret: the decision waits on the control branch.
     unsigned = {k: v for k, v in repo.env.items() if k != "HARNESS_SECRET"}

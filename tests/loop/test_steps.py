@@ -128,6 +128,31 @@ def test_killed_by_signal_has_no_exit_code(tmp_path: Path) -> None:
     assert (result.exit_code, result.timed_out) == (None, False)
 
 
+@pytest.mark.parametrize(
+    ("exits", "read"),
+    [
+        (137, (None, "SIGKILL")),  # bwrap's own exit for a command killed by SIGKILL
+        (143, (None, "SIGTERM")),
+        (128 + signal.NSIG - 1, (None, steps._signal_name(1 - signal.NSIG))),
+        (0, (0, None)),
+        (1, (1, None)),  # bwrap's own failure (a mount it could not make)
+        (128, (128, None)),
+        (128 + signal.NSIG, (128 + signal.NSIG, None)),
+        (255, (255, None)),
+    ],
+)
+def test_under_bwrap_exit_128_plus_n_reads_as_signal_n(
+    tmp_path: Path, exits: int, read: tuple[int | None, str | None]
+) -> None:
+    """bwrap exits 128+N when its command dies by signal N, and 0.8.0 tells no more (its
+    --json-status-fd says `"exit-code": 137` for `kill -KILL` and `exit 137` alike), so a
+    contained step's 128+N is read as the signal; the same exit of a bare step is an exit."""
+    result = _run(tmp_path, f"raise SystemExit({exits})", bwrap=True)
+    assert (result.exit_code, result.signal, result.timed_out) == (*read, False)
+    bare = _run(tmp_path, f"raise SystemExit({exits})")
+    assert (bare.exit_code, bare.signal) == (exits, None)
+
+
 def test_empty_argv_is_a_bug() -> None:
     with pytest.raises(ValueError, match="empty argv"):
         run_step([], Path("."), BASE_ENV, b"", 1)
