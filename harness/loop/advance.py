@@ -20,12 +20,12 @@ from harness.loop.sandbox import Place, offline_refusal, resolve
 from harness.model.goal import Goal
 from harness.model.lessons import Lesson
 from harness.record.cell import Cell
-from harness.record.events import TERMINAL, WAITING
+from harness.record.events import TERMINAL, WAITING, GateReason
 from harness.record.hydrate import Committed, GoalPaths, Loaded, committed_view, load
 from harness.record.ledger import Event, Record
 from harness.store.gitrepo import Repo
 from harness.store.worktree import Worktree, ensure_worktree, open_worktree
-from harness.trust.approvals import SignedRecord, Verdict, verify_record
+from harness.trust.approvals import Approval, SignedRecord, verify_record
 from harness.trust.decisions import find_decision
 
 
@@ -61,7 +61,7 @@ def advance_goal(
     control = ctx.control
     goal = _containable_goal(repo, ctx, goal_id)
     lessons = control.lessons()
-    verdict = _verdict(control, goal)
+    approval = _approval(control, goal)
     # A run that died here may have left its step's processes and git's index.lock behind.
     ChildRecord(repo.harness_dir() / "locks", goal_id).end_leftover()
     repo.repair_worktree(repo.worktree_path(goal_id))
@@ -71,15 +71,15 @@ def advance_goal(
     wt = open_worktree(repo, goal_id, control.branch(goal_id))
     if wt is None:
         branch = control.branch(goal_id)
-        if verdict is None and repo.rev_parse(f"refs/heads/{branch}") is None:
+        if approval is None and repo.rev_parse(f"refs/heads/{branch}") is None:
             control.run_approval(goal)  # raises the precise refusal; nothing is created
         # A goal with a record gets its worktree back first: whether an unapproved edit
         # matters (a finished goal rests whatever its file says) is _move_on's question.
         wt = ensure_worktree(repo, goal_id, branch, control.commit)
     _repair_index(wt, dropped)
-    runner, bound = _loaded_runner(ctx, goal, verdict, wt, lessons)
+    runner, bound = _loaded_runner(ctx, goal, approval, wt, lessons)
     try:
-        return _move_on(ctx, runner, bound, verdict, extra)
+        return _move_on(ctx, runner, bound, approval, extra)
     except Busy:
         # Another runner holds or won the goal: what this run recorded is not pushed and
         # is not pushed, so it is not printed either (docs/specs/remote.md).
@@ -93,7 +93,7 @@ def _move_on(
     ctx: RunContext,
     runner: GoalRunner,
     bound: bool,
-    verdict: Verdict | None,
+    approval: Approval | None,
     extra: Sequence[SignedRecord],
 ) -> Cell:
     control, goal = ctx.control, runner.goal
@@ -118,7 +118,7 @@ def _move_on(
             "signed by an owner the goal started under (decision rotate-owners)",
         )
         return runner.cell
-    if verdict is None:
+    if approval is None:
         # Between runs an edited goal file waits for approval like a new goal (no gate).
         if started and cell.goal_sha256 != goal.sha256 and not between_runs:
             _gate_unless_waiting(
@@ -140,7 +140,7 @@ def _move_on(
         decision = find_decision(records, control.owners(), goal_id, runner.cell, source)
         if decision is None:
             return runner.cell
-        runner.cross_gate(decision)
+        runner.cross_gate(decision.approval)
     start_next_run(runner)  # a revision between runs leaves the goal as its last run ended
     return runner.advance()
 
@@ -155,7 +155,11 @@ def _repair_index(wt: Worktree, dropped: list[str]) -> None:
 
 
 def _loaded_runner(
-    ctx: RunContext, goal: Goal, verdict: Verdict | None, wt: Worktree, lessons: Sequence[Lesson]
+    ctx: RunContext,
+    goal: Goal,
+    approval: Approval | None,
+    wt: Worktree,
+    lessons: Sequence[Lesson],
 ) -> tuple[GoalRunner, bool]:
     """Load and verify the goal, and finish what a process killed after its last events
     left undone (loop.md, "Roll-forward"): no later step would write and commit it.
@@ -168,7 +172,7 @@ def _loaded_runner(
     loaded = load(
         paths, ctx.secret.goal_key(goal.id), committed, repair=True, on_record=_keep_last(last)
     )
-    runner = GoalRunner(ctx, goal, verdict, wt, paths, loaded, lessons)
+    runner = GoalRunner(ctx, goal, approval, wt, paths, loaded, lessons)
     # A kill while run N started: finished before the worktree is compared with the cell.
     started = finish_run_start(
         runner, last[0] if last else None, _unsettled(paths, loaded, committed)
@@ -201,7 +205,7 @@ def _unsettled(paths: GoalPaths, loaded: Loaded, committed: Committed | None) ->
         return True
 
 
-def _gate_unless_waiting(runner: GoalRunner, reason: str, detail: str) -> None:
+def _gate_unless_waiting(runner: GoalRunner, reason: GateReason, detail: str) -> None:
     if runner.cell.status not in WAITING:
         runner.gate("needs_attention", reason, detail)
 
@@ -223,14 +227,14 @@ def _rotate(runner: GoalRunner, control: Control, records: Sequence[SignedRecord
             verdict = verify_record(record, pinned, f"goals/{runner.goal.id}.approval")
         except TrustFailure:
             continue
-        runner.rotate_owners(verdict, control.owners_sha256, control.commit)
+        runner.rotate_owners(verdict.approval, control.owners_sha256, control.commit)
         return True
     return False
 
 
-def _verdict(control: Control, goal: Goal) -> Verdict | None:
+def _approval(control: Control, goal: Goal) -> Approval | None:
     """The valid run approval for these exact goal bytes, or None."""
     try:
-        return control.run_approval(goal)
+        return control.run_approval(goal).approval
     except TrustFailure:
         return None

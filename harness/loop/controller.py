@@ -47,12 +47,13 @@ from harness.record.events import (
     WAITING,
     EventType,
     StepName,
+    destructive_gate,
 )
 from harness.record.hydrate import GoalPaths, Loaded
 from harness.store.gitrepo import git_text
 from harness.store.remote import LEASE_GRACE_S
 from harness.store.worktree import Worktree
-from harness.trust.approvals import Verdict
+from harness.trust.approvals import Approval
 
 MAX_SHORT_LINES = 20  # expect.globs shortfalls recorded in one done.blocked
 
@@ -70,14 +71,6 @@ def goal_steps(goal: Goal) -> list[StepName]:
     return [step for step in STEP_NAMES if STEP_SPECS[step](goal) is not None]
 
 
-def step_named(name: str) -> StepName:
-    """A step name read from the cell as a StepName (the fold records only real steps)."""
-    for step in STEP_NAMES:
-        if step == name:
-            return step
-    raise HarnessError(f"unknown step {name!r} in the cell")
-
-
 class GoalRunner(Crossing):
     """Drives one loaded goal in its worktree. The caller holds the goal's lock."""
 
@@ -85,14 +78,14 @@ class GoalRunner(Crossing):
         self,
         ctx: RunContext,
         goal: Goal,
-        verdict: Verdict | None,
+        approval: Approval | None,
         worktree: Worktree,
         paths: GoalPaths,
         loaded: Loaded,
         lessons: Sequence[Lesson] = (),
     ) -> None:
         super().__init__(ctx, goal, worktree, paths, loaded)
-        self.verdict = verdict
+        self.approval = approval  # the run approval of these goal bytes, if there is one
         self.lessons = tuple(lessons)
         self.given: tuple[Lesson, ...] = ()
         self.steps_run = 0
@@ -107,7 +100,7 @@ class GoalRunner(Crossing):
         """Record the approved goal version: `goal.started` once, `goal.revised` after."""
         if self.cell.goal_sha256 == self.goal.sha256:
             return
-        assert self.verdict is not None
+        assert self.approval is not None
         kind: EventType = "goal.started" if self.cell.goal_sha256 is None else "goal.revised"
         self.emit(
             kind,
@@ -116,7 +109,7 @@ class GoalRunner(Crossing):
             {
                 "goal_sha256": self.goal.sha256,
                 "owners_sha256": owners_sha256,
-                "approved_by": list(self.verdict.principals),
+                "approved_by": list(self.approval.signers),
                 "steps": goal_steps(self.goal),
                 "limits": budget_limits(self.goal),
                 "no_progress_passes": self.goal.halt.no_progress_passes,
@@ -188,7 +181,7 @@ class GoalRunner(Crossing):
         pending = pending_classes(cell)
         if pending:
             detail = cell.destructive_detail or ", ".join(pending)
-            self.gate("parked_at_eyes", f"destructive:{pending[0]}", detail)
+            self.gate("parked_at_eyes", destructive_gate(pending[0]), detail)
         elif cell.step == "ship":
             self.run("ship", cell.iteration)  # a signed decision: no ceiling applies
         elif cell.used.passes >= cell.limit.passes:
@@ -213,7 +206,7 @@ class GoalRunner(Crossing):
         elif cell.step == "build" and (cell.lifetime_hits() or cell.exhausted()):
             self.out_of_budget()
         else:
-            self.run(step_named(cell.step), cell.iteration)
+            self.run(cell.step, cell.iteration)
 
     def done_gate(self) -> None:
         missing = [f for f in self.goal.expect_files if not (self.wt.path / f).exists()]
@@ -267,7 +260,7 @@ class GoalRunner(Crossing):
     def resume_cut_off(self) -> None:
         flight = self.cell.in_flight
         assert flight is not None
-        step = step_named(flight.step)
+        step = flight.step
         if flight.held_elsewhere(self.ctx.runner, self.ctx.clock.now):
             raise Busy(f"goal {self.goal.id}: {flight.holder_text()}")
         if step == "ship":

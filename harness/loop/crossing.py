@@ -7,38 +7,36 @@ ship decision named, which is the only commit the ship step may check out.
 
 from __future__ import annotations
 
-import hashlib
 from typing import Any
 
 from harness.loop import quarantine
 from harness.loop.finish import Finisher
 from harness.loop.shipcommit import make_ship_commit, ship_source
 from harness.store.gitenv import step_git_env
-from harness.trust.approvals import Verdict
+from harness.trust.approvals import Approval
 from harness.trust.decisions import extended_limits
 
 
 class Crossing(Finisher):
     ship_from: str | None = None  # the gate commit a ship decision named, in this process
 
-    def cross_gate(self, verdict: Verdict) -> None:
+    def cross_gate(self, approval: Approval) -> None:
         """Record a signed decision's use; the fold moves the goal on."""
-        statement = verdict.record.statement
-        self.ship_from = statement.commit if statement.decision == "ship" else None
+        self.ship_from = approval.commit if approval.decision == "ship" else None
         data: dict[str, Any] = {
-            "decision": statement.decision,
+            "decision": approval.decision,
             "gate": self.cell.gate,
-            "signers": list(verdict.principals),
-            "commit": statement.commit,
-            "ledger": statement.ledger,
-            "signature_sha256": hashlib.sha256(verdict.record.armored.encode()).hexdigest(),
+            "signers": list(approval.signers),
+            "commit": approval.commit,
+            "ledger": approval.ledger,
+            "signature_sha256": approval.signature_sha256,
         }
-        if statement.decision.startswith("extend-budget "):
-            data["limits"] = extended_limits(self.cell, statement.decision)
+        if approval.decision.startswith("extend-budget "):
+            data["limits"] = extended_limits(self.cell, approval.decision)
         if self.cell.gate == "secret_in_change":
             data |= self.let_in_held_files()
         self.emit("decision.used", None, self.cell.iteration, data)
-        self.checkpoint(f"decision {statement.decision}")
+        self.checkpoint(f"decision {approval.decision}")
 
     def let_in_held_files(self) -> dict[str, list[str]]:
         """The files the last build's `secret_in_change` held back, put in the worktree again
@@ -73,11 +71,11 @@ class Crossing(Finisher):
         self.emit("goal.failed", None, self.cell.iteration, data)
         self.checkpoint(f"run {self.cell.run} failed (budget_exhausted)")
 
-    def rotate_owners(self, verdict: Verdict, owners_sha256: str, owners_commit: str) -> None:
+    def rotate_owners(self, approval: Approval, owners_sha256: str, owners_commit: str) -> None:
         data = {
             "owners_sha256": owners_sha256,
             "owners_commit": owners_commit,
-            "signers": list(verdict.principals),
+            "signers": list(approval.signers),
         }
         self.emit("owners.rotated", None, self.cell.iteration, data)
         self.checkpoint("owners rotated")

@@ -21,7 +21,7 @@ from harness.loop.steps import StepResult, cannot_start, child_env, run_step
 from harness.model.goal import Goal
 from harness.model.lessons import Lesson
 from harness.record.cell import Cell
-from harness.record.events import EventType, Status, StepName
+from harness.record.events import EventType, GateReason, Status, StepName
 from harness.store.worktree import Worktree
 
 MAX_SHOWN_CHANGED = 20  # changed paths named in a read-only violation's detail
@@ -49,7 +49,7 @@ class CheckHost(Protocol):
         self, type: EventType, step: StepName | None, iteration: int, data: Mapping[str, Any]
     ) -> None: ...
 
-    def gate(self, status: Status, reason: str, detail: str) -> None: ...
+    def gate(self, status: Status, reason: GateReason, detail: str) -> None: ...
 
 
 def check_lessons(host: CheckHost) -> list[tuple[Lesson, StepResult]] | None:
@@ -64,8 +64,8 @@ def check_lessons(host: CheckHost) -> list[tuple[Lesson, StepResult]] | None:
     changed = watch.changed_paths() if watch and not tampered else []
     if tampered or changed:
         names = ", ".join(x.name for x in checks)
-        reason, what = ("tamper", tampered) if tampered else ("read_only_violation", "")
-        what = what or "is read-only but changed: " + ", ".join(changed[:MAX_SHOWN_CHANGED])
+        reason: GateReason = "tamper" if tampered else "read_only_violation"
+        what = tampered or "is read-only but changed: " + ", ".join(changed[:MAX_SHOWN_CHANGED])
         host.gate("needs_attention", reason, f"the lesson check of {names} {what}")
         return None
     blocking = [(x, r) for x, r in results if x.check_enforce != "warn"]

@@ -16,7 +16,7 @@ from typing import Any
 from harness import failpoints
 from harness.loop.clock import Clock
 from harness.record.cell import write_cell
-from harness.record.events import EventType, Status, StepName
+from harness.record.events import EventType, GateReason, Status, StepName
 from harness.record.fold import apply
 from harness.record.hydrate import GoalPaths, Loaded
 from harness.record.position import Position
@@ -116,7 +116,7 @@ class Recorder:
         """The run lost the goal to another runner: its unpushed events are dropped too."""
         self.unpublished.clear()
 
-    def gate(self, status: Status, reason: str, detail: str) -> None:
+    def gate(self, status: Status, reason: GateReason, detail: str) -> None:
         self.emit(
             "goal.gated",
             None,
