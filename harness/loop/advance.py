@@ -13,6 +13,8 @@ from harness.errors import Busy, TrustFailure
 from harness.loop.context import RunContext
 from harness.loop.control import Control
 from harness.loop.controller import GoalRunner
+from harness.loop.crossing import rotate_owners
+from harness.loop.finish import settle_owed
 from harness.loop.guards import ChildRecord
 from harness.loop.recurring import finish_run_start, start_next_run
 from harness.loop.rest import rests
@@ -83,10 +85,10 @@ def advance_goal(
     except Busy:
         # Another runner holds or won the goal: what this run recorded is not pushed and
         # is not pushed, so it is not printed either (docs/specs/remote.md).
-        runner.drop_unpublished_lines()
+        runner.recorder.drop_unpublished_lines()
         raise
     finally:
-        runner.flush_lines()
+        runner.recorder.flush_lines()
 
 
 def _move_on(
@@ -134,14 +136,15 @@ def _move_on(
     waiting = runner.retry_pending()  # the model API was unavailable; no try is due yet
     if cell.status == "running" and runner.cell.status == "running" and not waiting:
         # It was left running by a process that is gone (a crash, a signal, --max-steps).
-        runner.emit("goal.resumed", None, cell.iteration, {"runner": ctx.runner})
+        runner.recorder.emit("goal.resumed", None, cell.iteration, {"runner": ctx.runner})
     if runner.cell.status in WAITING:
         source = f"goals/{goal_id}.approval"
         decision = find_decision(records, control.owners(), goal_id, runner.cell, source)
         if decision is None:
             return runner.cell
         runner.cross_gate(decision.approval)
-    start_next_run(runner)  # a revision between runs leaves the goal as its last run ended
+    # A revision between runs leaves the goal as its last run ended.
+    start_next_run(runner.recorder, control.commit)
     return runner.advance()
 
 
@@ -175,14 +178,14 @@ def _loaded_runner(
     runner = GoalRunner(ctx, goal, approval, wt, paths, loaded, lessons)
     # A kill while run N started: finished before the worktree is compared with the cell.
     started = finish_run_start(
-        runner, last[0] if last else None, _unsettled(paths, loaded, committed)
+        runner.recorder, last[0] if last else None, _unsettled(paths, loaded, committed)
     )
     if not started or (runner.cell.status not in TERMINAL and not runner.bound()):
         return runner, False
-    owed = runner.settle_owed(last[0] if last else None)
+    owed = settle_owed(runner.recorder, last[0] if last else None)
     status = runner.cell.status
     if not owed and status in TERMINAL | WAITING and _unsettled(paths, loaded, committed):
-        runner.checkpoint(f"rolled forward to {status}")
+        runner.recorder.checkpoint(f"rolled forward to {status}")
     return runner, True
 
 
@@ -207,7 +210,7 @@ def _unsettled(paths: GoalPaths, loaded: Loaded, committed: Committed | None) ->
 
 def _gate_unless_waiting(runner: GoalRunner, reason: GateReason, detail: str) -> None:
     if runner.cell.status not in WAITING:
-        runner.gate("needs_attention", reason, detail)
+        runner.recorder.gate("needs_attention", reason, detail)
 
 
 def _rotate(runner: GoalRunner, control: Control, records: Sequence[SignedRecord]) -> bool:
@@ -227,7 +230,7 @@ def _rotate(runner: GoalRunner, control: Control, records: Sequence[SignedRecord
             verdict = verify_record(record, pinned, f"goals/{runner.goal.id}.approval")
         except TrustFailure:
             continue
-        runner.rotate_owners(verdict.approval, control.owners_sha256, control.commit)
+        rotate_owners(runner.recorder, verdict.approval, control.owners_sha256, control.commit)
         return True
     return False
 
