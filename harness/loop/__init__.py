@@ -2,8 +2,9 @@
 
 Owns the human-owned files as read from the control ref (`control`), moving one goal on
 (`advance`: verify, cross a gate a decision names, then the controller), the step
-machine itself (`controller`) and how a step's end is recorded (`finish`), a signed
-decision's use (`crossing`), the check that branch and worktree are the harness's own
+machine itself (`controller`), a step's command run in its place (`execute`), how a
+step's end is recorded (`finish`, a build's in `buildfinish`), a signed decision's use
+(`crossing`), the check that branch and worktree are the harness's own
 (`binding`), containing each step under bubblewrap (`sandbox`, the host sockets it hides in
 `sockets`), appending and
 committing a goal's events (`recorder`), what a run hands the loop (`context`, `clock`),
