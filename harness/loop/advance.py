@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from harness.errors import Busy, TrustFailure
+from harness.loop.contain.sandbox import Place, offline_refusal, resolve
 from harness.loop.context import RunContext
 from harness.loop.control import Control
 from harness.loop.controller import GoalRunner
@@ -18,7 +19,6 @@ from harness.loop.finish import settle_owed
 from harness.loop.guards import ChildRecord
 from harness.loop.recurring import finish_run_start, start_next_run
 from harness.loop.rest import rests
-from harness.loop.sandbox import Place, offline_refusal, resolve
 from harness.model.goal import Goal
 from harness.model.lessons import Lesson
 from harness.record.cell import Cell

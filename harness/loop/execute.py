@@ -20,13 +20,13 @@ from pathlib import Path
 from harness.errors import TrustFailure
 from harness.loop.agents import Meter, Usage, read_report_file
 from harness.loop.binding import same_tree
+from harness.loop.contain.layer import LayerFailure
+from harness.loop.contain.sandbox import Contained, Place, Sandbox, contain, resolve
 from harness.loop.context import RunContext
 from harness.loop.guards import ChildRecord
-from harness.loop.layer import LayerFailure
 from harness.loop.progress import Progress, progress_text
 from harness.loop.prompt import build_prompt
 from harness.loop.recorder import Recorder
-from harness.loop.sandbox import Contained, Place, Sandbox, contain, resolve
 from harness.loop.shipcommit import ship_env, unfaithful_refusal
 from harness.loop.spend import remaining_env
 from harness.loop.steps import StepResult, cannot_start, child_env, run_step

@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from harness.loop.contain.layer import LayerFailure
 from harness.loop.execute import StepCommands
 from harness.loop.guards import StepWatch
-from harness.loop.layer import LayerFailure
 from harness.loop.recorder import fit_text
 from harness.loop.steps import StepResult, cannot_start, child_env, run_step
 from harness.model.lessons import Lesson

@@ -92,7 +92,7 @@ def is_gate_reason(value: object) -> TypeGuard[GateReason]:
     return destructive and value != DESTRUCTIVE_PREFIX
 
 
-# How a step was contained (loop/sandbox.py): by bubblewrap, not at all because the
+# How a step was contained (loop/contain/sandbox.py): by bubblewrap, not at all because the
 # configuration says `sandbox: off`, or not because `auto` found no working bwrap.
 Containment = Literal["bwrap", "off", "unavailable"]
 

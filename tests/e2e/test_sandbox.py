@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.loop.sandbox import FIX
+from harness.loop.contain.sandbox import FIX
 from tests.managed import Key as OwnerKey
 from tests.managed import ManagedRepo, base_goal, git
 from tests.tools import bwrap_problem, missing_command, need_tool, needs_bwrap, needs_command

@@ -1,4 +1,4 @@
-"""The throw-away layer (harness/loop/layer.py) on real file systems: the copy is the
+"""The throw-away layer (harness/loop/contain/layer.py) on real file systems: the copy is the
 worktree as a step must see it, it goes in memory only when there is room, and no layer is
 left behind, by a step that took its write permission away or by a killed run."""
 
@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.loop import layer as layer_module
-from harness.loop.layer import (
+from harness.loop.contain import layer as layer_module
+from harness.loop.contain.layer import (
     MEMORY,
     PREFIX,
     STALE_AFTER_S,
@@ -126,7 +126,7 @@ def test_a_full_memory_falls_back_and_leaves_nothing(tmp_path: Path) -> None:
         need_tool("needs unshare (apt-get install util-linux)")
     source = _tree(tmp_path / "wt")
     script = (
-        "import sys; from pathlib import Path; from harness.loop.layer import try_layer\n"
+        "import sys; from pathlib import Path; from harness.loop.contain.layer import try_layer\n"
         "mem = Path(sys.argv[1]); print(try_layer(mem, Path(sys.argv[2]), 1 << 40))\n"
         "print(sorted(p.name for p in mem.iterdir()))\n"
     )
@@ -201,7 +201,7 @@ def test_a_layer_whose_folders_a_step_locked_is_still_removed(kind: str) -> None
         base.chmod(0o755)
         script = (
             "import os, sys; from pathlib import Path\n"
-            "from harness.loop.layer import make_layer, remove_tree\n"
+            "from harness.loop.contain.layer import make_layer, remove_tree\n"
             "wt = Path(sys.argv[1]) / 'wt'; (wt / 'a' / 'b').mkdir(parents=True)\n"
             "(wt / 'a' / 'b' / 'f').write_text('x'); (wt / 'c').mkdir(); (wt / 'c' / 'g').touch()\n"
             f"{LOCKING_STEP[kind]}"
@@ -223,7 +223,7 @@ def test_a_layer_whose_folders_a_step_locked_is_still_removed(kind: str) -> None
 
 
 HOLDER = (
-    "import sys; from pathlib import Path; from harness.loop.layer import make_layer\n"
+    "import sys; from pathlib import Path; from harness.loop.contain.layer import make_layer\n"
     "layer = make_layer(Path(sys.argv[1]), memory=Path(sys.argv[2]))\n"
     "print(layer.folder, flush=True); sys.stdin.read()\n"
 )

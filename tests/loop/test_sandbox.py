@@ -1,4 +1,4 @@
-"""loop/sandbox.py: the mode, the bwrap command line, and real contained steps."""
+"""loop/contain/sandbox.py: the mode, the bwrap command line, and real contained steps."""
 
 from __future__ import annotations
 
@@ -18,10 +18,10 @@ from pathlib import Path
 import pytest
 
 from harness.errors import InvalidInput, TrustFailure
-from harness.loop import layer as layers
-from harness.loop import sandbox as sandbox_module
-from harness.loop.layer import MEMORY, memory_budget, overlay_works
-from harness.loop.sandbox import (
+from harness.loop.contain import layer as layers
+from harness.loop.contain import sandbox as sandbox_module
+from harness.loop.contain.layer import MEMORY, memory_budget, overlay_works
+from harness.loop.contain.sandbox import (
     FIX,
     Place,
     Sandbox,
@@ -517,7 +517,7 @@ def test_a_contained_build_cannot_use_the_ssh_agent(hidden_world: HiddenWorld) -
 ROOT_IN_A_NAMESPACE = r"""
 import os, sys
 from pathlib import Path
-from harness.loop.sandbox import Place, _identity, contain, resolve
+from harness.loop.contain.sandbox import Place, _identity, contain, resolve
 from harness.loop.steps import run_step
 root = Path(sys.argv[1])
 wt = root / ".harness" / "worktrees" / "g1"

@@ -32,8 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.errors import InvalidInput, TrustFailure, invalid
-from harness.loop.layer import layer_of
-from harness.loop.sockets import hide_bound, hide_run
+from harness.loop.contain.layer import layer_of
+from harness.loop.contain.sockets import hide_bound, hide_run
 from harness.model.config import SANDBOX_MODES, Bind, SandboxMode
 from harness.record.events import Containment
 from harness.store.gitrepo import Repo
