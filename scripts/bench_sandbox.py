@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from bench import Best, Managed, git, report, say, settle
 
 if TYPE_CHECKING:
-    from harness.loop.sandbox import Place, Sandbox
+    from harness.loop.contain.sandbox import Place, Sandbox
 
 SANDBOX_GOAL = "sandbox-step"
 LAYER_GOAL = "sandbox-layer"
@@ -33,7 +33,7 @@ LAYER_PER_REP = 5
 
 def _place(repo: Managed, goal_id: str) -> Place:
     """The goal's worktree, made from main, and where its steps run."""
-    from harness.loop.sandbox import Place
+    from harness.loop.contain.sandbox import Place
 
     wt = repo.root / ".harness" / "worktrees" / goal_id
     git(repo.root, "worktree", "add", "-q", "-b", f"harness/{goal_id}", str(wt))
@@ -41,7 +41,7 @@ def _place(repo: Managed, goal_id: str) -> Place:
 
 
 def _sandboxes() -> tuple[Sandbox, Sandbox]:
-    from harness.loop.sandbox import Sandbox, resolve
+    from harness.loop.contain.sandbox import Sandbox, resolve
 
     return resolve("required", os.environ), Sandbox("off", "off", reason="bench")
 
@@ -49,7 +49,7 @@ def _sandboxes() -> tuple[Sandbox, Sandbox]:
 def timed_step(sandbox: Sandbox, place: Place, argv: list[str], *, writable: bool) -> float:
     """One step, contained as `sandbox` says; its seconds. A failed step, or a contained
     read-only step without its copy, stops the bench."""
-    from harness.loop.sandbox import contain
+    from harness.loop.contain.sandbox import contain
     from harness.loop.steps import run_step
 
     started = time.perf_counter()
@@ -142,7 +142,7 @@ def bench_layer(repo: Managed, reps: int) -> None:
 
 def _layer_parts(worktree: Path, files: int) -> None:
     """Where a layer's time goes: the copy and the removal, in-process (stderr only)."""
-    from harness.loop.layer import MEMORY, make_layer
+    from harness.loop.contain.layer import MEMORY, make_layer
 
     copy = remove = float("inf")
     for _ in range(5):

@@ -254,7 +254,7 @@ def _contained_env() -> dict[str, str]:
 
 def _layer_cost(worktree: Path, files: int) -> None:
     """What a read-only step's throw-away copy of this worktree costs, in-process (stderr)."""
-    from harness.loop.layer import MEMORY, make_layer
+    from harness.loop.contain.layer import MEMORY, make_layer
 
     started = time.perf_counter()
     layer = make_layer(worktree)

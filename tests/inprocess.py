@@ -85,11 +85,11 @@ class InProcess:
         ctx = self.context(**options)
         control, goal_id = ctx.control, self.repo.goal_id
         goal = control.goal(goal_id, control.principals())
-        verdict = control.run_approval(goal)
+        approval = control.run_approval(goal).approval
         wt = ensure_worktree(self.git_repo, goal_id, control.branch(goal_id), control.commit)
         paths = GoalPaths(wt.path, goal_id)
         loaded = load(paths, self.key, committed_view(paths), repair=True)
-        runner = GoalRunner(ctx, goal, verdict, wt, paths, loaded, control.lessons())
+        runner = GoalRunner(ctx, goal, approval, wt, paths, loaded, control.lessons())
         runner.start_or_revise(control.owners_sha256)
         return runner
 

@@ -56,7 +56,7 @@ def missing_command(name: str, package: str | None = None) -> str | None:
 @functools.cache
 def bwrap_problem() -> str | None:
     """Why no step can be contained here (bwrap missing, or failing its probe), or None."""
-    from harness.loop.sandbox import probe
+    from harness.loop.contain.sandbox import probe
 
     bwrap = shutil.which("bwrap")
     if bwrap is None:

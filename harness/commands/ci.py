@@ -18,8 +18,8 @@ from typing import TextIO
 
 from harness.commands.crontab import cron_begin, cron_end, install_cron_block
 from harness.errors import InvalidInput
+from harness.loop.contain.sandbox import bind_sources, homes_root
 from harness.loop.control import CONFIG_PATH
-from harness.loop.sandbox import bind_sources, homes_root
 from harness.model.config import Config, parse_config
 from harness.record.visible import block, line
 from harness.store.fsutil import atomic_write

@@ -15,8 +15,8 @@ from harness.commands.remote_goal import UNVERIFIED, remote_goal_branches, secre
 from harness.commands.session import Session, nothing_notes, open_session
 from harness.errors import HarnessError, InvalidInput
 from harness.loop.clock import SystemClock
+from harness.loop.contain.sandbox import notice
 from harness.loop.control import Control
-from harness.loop.sandbox import notice
 from harness.record.cell import Cell, Unavailable, parse_cell, peek_cell, rule_counts_json
 from harness.record.events import TERMINAL, WAITING
 from harness.record.render import unavailable_text

@@ -10,22 +10,24 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from harness.errors import Busy, TrustFailure
+from harness.loop.contain.sandbox import Place, offline_refusal, resolve
 from harness.loop.context import RunContext
 from harness.loop.control import Control
 from harness.loop.controller import GoalRunner
+from harness.loop.crossing import rotate_owners
+from harness.loop.finish import settle_owed
 from harness.loop.guards import ChildRecord
 from harness.loop.recurring import finish_run_start, start_next_run
 from harness.loop.rest import rests
-from harness.loop.sandbox import Place, offline_refusal, resolve
 from harness.model.goal import Goal
 from harness.model.lessons import Lesson
 from harness.record.cell import Cell
-from harness.record.events import TERMINAL, WAITING
+from harness.record.events import TERMINAL, WAITING, GateReason
 from harness.record.hydrate import Committed, GoalPaths, Loaded, committed_view, load
 from harness.record.ledger import Event, Record
 from harness.store.gitrepo import Repo
 from harness.store.worktree import Worktree, ensure_worktree, open_worktree
-from harness.trust.approvals import SignedRecord, Verdict, verify_record
+from harness.trust.approvals import Approval, SignedRecord, verify_record
 from harness.trust.decisions import find_decision
 
 
@@ -61,7 +63,7 @@ def advance_goal(
     control = ctx.control
     goal = _containable_goal(repo, ctx, goal_id)
     lessons = control.lessons()
-    verdict = _verdict(control, goal)
+    approval = _approval(control, goal)
     # A run that died here may have left its step's processes and git's index.lock behind.
     ChildRecord(repo.harness_dir() / "locks", goal_id).end_leftover()
     repo.repair_worktree(repo.worktree_path(goal_id))
@@ -71,29 +73,29 @@ def advance_goal(
     wt = open_worktree(repo, goal_id, control.branch(goal_id))
     if wt is None:
         branch = control.branch(goal_id)
-        if verdict is None and repo.rev_parse(f"refs/heads/{branch}") is None:
+        if approval is None and repo.rev_parse(f"refs/heads/{branch}") is None:
             control.run_approval(goal)  # raises the precise refusal; nothing is created
         # A goal with a record gets its worktree back first: whether an unapproved edit
         # matters (a finished goal rests whatever its file says) is _move_on's question.
         wt = ensure_worktree(repo, goal_id, branch, control.commit)
     _repair_index(wt, dropped)
-    runner, bound = _loaded_runner(ctx, goal, verdict, wt, lessons)
+    runner, bound = _loaded_runner(ctx, goal, approval, wt, lessons)
     try:
-        return _move_on(ctx, runner, bound, verdict, extra)
+        return _move_on(ctx, runner, bound, approval, extra)
     except Busy:
         # Another runner holds or won the goal: what this run recorded is not pushed and
         # is not pushed, so it is not printed either (docs/specs/remote.md).
-        runner.drop_unpublished_lines()
+        runner.recorder.drop_unpublished_lines()
         raise
     finally:
-        runner.flush_lines()
+        runner.recorder.flush_lines()
 
 
 def _move_on(
     ctx: RunContext,
     runner: GoalRunner,
     bound: bool,
-    verdict: Verdict | None,
+    approval: Approval | None,
     extra: Sequence[SignedRecord],
 ) -> Cell:
     control, goal = ctx.control, runner.goal
@@ -118,7 +120,7 @@ def _move_on(
             "signed by an owner the goal started under (decision rotate-owners)",
         )
         return runner.cell
-    if verdict is None:
+    if approval is None:
         # Between runs an edited goal file waits for approval like a new goal (no gate).
         if started and cell.goal_sha256 != goal.sha256 and not between_runs:
             _gate_unless_waiting(
@@ -134,14 +136,15 @@ def _move_on(
     waiting = runner.retry_pending()  # the model API was unavailable; no try is due yet
     if cell.status == "running" and runner.cell.status == "running" and not waiting:
         # It was left running by a process that is gone (a crash, a signal, --max-steps).
-        runner.emit("goal.resumed", None, cell.iteration, {"runner": ctx.runner})
+        runner.recorder.emit("goal.resumed", None, cell.iteration, {"runner": ctx.runner})
     if runner.cell.status in WAITING:
         source = f"goals/{goal_id}.approval"
         decision = find_decision(records, control.owners(), goal_id, runner.cell, source)
         if decision is None:
             return runner.cell
-        runner.cross_gate(decision)
-    start_next_run(runner)  # a revision between runs leaves the goal as its last run ended
+        runner.cross_gate(decision.approval)
+    # A revision between runs leaves the goal as its last run ended.
+    start_next_run(runner.recorder, control.commit)
     return runner.advance()
 
 
@@ -155,7 +158,11 @@ def _repair_index(wt: Worktree, dropped: list[str]) -> None:
 
 
 def _loaded_runner(
-    ctx: RunContext, goal: Goal, verdict: Verdict | None, wt: Worktree, lessons: Sequence[Lesson]
+    ctx: RunContext,
+    goal: Goal,
+    approval: Approval | None,
+    wt: Worktree,
+    lessons: Sequence[Lesson],
 ) -> tuple[GoalRunner, bool]:
     """Load and verify the goal, and finish what a process killed after its last events
     left undone (loop.md, "Roll-forward"): no later step would write and commit it.
@@ -168,17 +175,17 @@ def _loaded_runner(
     loaded = load(
         paths, ctx.secret.goal_key(goal.id), committed, repair=True, on_record=_keep_last(last)
     )
-    runner = GoalRunner(ctx, goal, verdict, wt, paths, loaded, lessons)
+    runner = GoalRunner(ctx, goal, approval, wt, paths, loaded, lessons)
     # A kill while run N started: finished before the worktree is compared with the cell.
     started = finish_run_start(
-        runner, last[0] if last else None, _unsettled(paths, loaded, committed)
+        runner.recorder, last[0] if last else None, _unsettled(paths, loaded, committed)
     )
     if not started or (runner.cell.status not in TERMINAL and not runner.bound()):
         return runner, False
-    owed = runner.settle_owed(last[0] if last else None)
+    owed = settle_owed(runner.recorder, last[0] if last else None)
     status = runner.cell.status
     if not owed and status in TERMINAL | WAITING and _unsettled(paths, loaded, committed):
-        runner.checkpoint(f"rolled forward to {status}")
+        runner.recorder.checkpoint(f"rolled forward to {status}")
     return runner, True
 
 
@@ -201,9 +208,9 @@ def _unsettled(paths: GoalPaths, loaded: Loaded, committed: Committed | None) ->
         return True
 
 
-def _gate_unless_waiting(runner: GoalRunner, reason: str, detail: str) -> None:
+def _gate_unless_waiting(runner: GoalRunner, reason: GateReason, detail: str) -> None:
     if runner.cell.status not in WAITING:
-        runner.gate("needs_attention", reason, detail)
+        runner.recorder.gate("needs_attention", reason, detail)
 
 
 def _rotate(runner: GoalRunner, control: Control, records: Sequence[SignedRecord]) -> bool:
@@ -223,14 +230,14 @@ def _rotate(runner: GoalRunner, control: Control, records: Sequence[SignedRecord
             verdict = verify_record(record, pinned, f"goals/{runner.goal.id}.approval")
         except TrustFailure:
             continue
-        runner.rotate_owners(verdict, control.owners_sha256, control.commit)
+        rotate_owners(runner.recorder, verdict.approval, control.owners_sha256, control.commit)
         return True
     return False
 
 
-def _verdict(control: Control, goal: Goal) -> Verdict | None:
+def _approval(control: Control, goal: Goal) -> Approval | None:
     """The valid run approval for these exact goal bytes, or None."""
     try:
-        return control.run_approval(goal)
+        return control.run_approval(goal).approval
     except TrustFailure:
         return None

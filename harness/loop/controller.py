@@ -1,42 +1,40 @@
 """The loop: advance one goal step by step until it reaches a stop state.
 
-Every state change is an event, recorded by the `Recorder` (append, fold into the cell,
-print, and at each step boundary write the cell and the report and commit). What to do next
-is decided from the cell alone (`GoalRunner.step_once`), so a process killed anywhere decides
-the same thing when it is run again. How a step's end is recorded is in `finish`.
+Every state change is an event, recorded by the runner's `Recorder` (append, fold into the
+cell, print, and at each step boundary write the cell and the report and commit). What to do
+next is decided from the cell alone (`GoalRunner.step_once`), so a process killed anywhere
+decides the same thing when it is run again. What each step's result does is the table
+`finishers` (`finish`, `buildfinish`); a signed decision's use is `crossing`'s.
 """
 
 from __future__ import annotations
 
-import contextlib
-import dataclasses
-import functools
-import shutil
-import tempfile
-import time
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any
 
 from harness import failpoints
 from harness.errors import Busy, HarnessError, Interrupted, TrustFailure
-from harness.loop.agents import Meter, Usage, read_report_file
-from harness.loop.binding import same_tree, unbound
+from harness.loop import crossing
+from harness.loop.binding import unbound
+from harness.loop.buildfinish import BuildFinish, ignored_walk
 from harness.loop.clock import later
 from harness.loop.context import RunContext
-from harness.loop.crossing import Crossing
-from harness.loop.finish import FINISH, MAX_LISTED_PATHS, Ran, unavailable_detail
-from harness.loop.guards import ChildRecord, GitConfigGuard, RecordGuard
-from harness.loop.layer import LayerFailure
+from harness.loop.execute import StepCommands
+from harness.loop.finish import (
+    MAX_LISTED_PATHS,
+    Ran,
+    finish_judge,
+    finish_plan,
+    finish_review,
+    finish_ship,
+    tampered,
+    unavailable_detail,
+)
+from harness.loop.guards import GitConfigGuard, RecordGuard
 from harness.loop.lesson_checks import check_lessons
 from harness.loop.lessons import given_lessons
-from harness.loop.progress import Progress, progress_text
-from harness.loop.prompt import build_prompt
-from harness.loop.recorder import call_id, fit_text
-from harness.loop.sandbox import Contained, Place, Sandbox, contain, resolve
-from harness.loop.shipcommit import unfaithful_refusal
-from harness.loop.spend import budget_limits, recurrence, remaining_env
-from harness.loop.steps import StepResult, cannot_start, child_env, run_step
+from harness.loop.recorder import Recorder, call_id, fit_text
+from harness.loop.spend import budget_limits, recurrence
 from harness.model.goal import BuildSpec, Goal, JudgeSpec, StepSpec
 from harness.model.lessons import Lesson
 from harness.record.cell import Cell, pending_classes
@@ -47,12 +45,12 @@ from harness.record.events import (
     WAITING,
     EventType,
     StepName,
+    destructive_gate,
 )
 from harness.record.hydrate import GoalPaths, Loaded
-from harness.store.gitrepo import git_text
-from harness.store.remote import LEASE_GRACE_S
+from harness.store.remote import LEASE_GRACE_S, Remote
 from harness.store.worktree import Worktree
-from harness.trust.approvals import Verdict
+from harness.trust.approvals import Approval
 
 MAX_SHORT_LINES = 20  # expect.globs shortfalls recorded in one done.blocked
 
@@ -70,36 +68,64 @@ def goal_steps(goal: Goal) -> list[StepName]:
     return [step for step in STEP_NAMES if STEP_SPECS[step](goal) is not None]
 
 
-def step_named(name: str) -> StepName:
-    """A step name read from the cell as a StepName (the fold records only real steps)."""
-    for step in STEP_NAMES:
-        if step == name:
-            return step
-    raise HarnessError(f"unknown step {name!r} in the cell")
+def finishers(rec: Recorder, goal: Goal, ctx: RunContext) -> dict[StepName, Callable[[Ran], None]]:
+    """What each step's result does, recorded through `rec`."""
+    junit = goal.judge.junit
+    return {
+        "plan": lambda ran: finish_plan(rec, ran),
+        "build": BuildFinish(rec, goal, ctx),
+        "judge": lambda ran: finish_judge(rec, ran, junit),
+        "review": lambda ran: finish_review(rec, ran),
+        "ship": lambda ran: finish_ship(rec, ran),
+    }
 
 
-class GoalRunner(Crossing):
-    """Drives one loaded goal in its worktree. The caller holds the goal's lock."""
+def _publisher(remote: Remote | None, wt: Worktree) -> Callable[[], None] | None:
+    """With a remote, what pushes the goal branch at each checkpoint (remote.md)."""
+    if remote is None:
+        return None
+    branch = wt.branch()
+    return lambda: remote.publish(branch, wt)
+
+
+class GoalRunner:
+    """Drives one loaded goal in its worktree. The caller holds the goal's lock.
+
+    It records through its `recorder`, which holds the goal's cell; it keeps only what one
+    process learns along the way: the steps it ran and the commit a ship decision named."""
 
     def __init__(
         self,
         ctx: RunContext,
         goal: Goal,
-        verdict: Verdict | None,
+        approval: Approval | None,
         worktree: Worktree,
         paths: GoalPaths,
         loaded: Loaded,
         lessons: Sequence[Lesson] = (),
     ) -> None:
-        super().__init__(ctx, goal, worktree, paths, loaded)
-        self.verdict = verdict
+        self.ctx, self.goal, self.wt, self.paths = ctx, goal, worktree, paths
+        self.approval = approval  # the run approval of these goal bytes, if there is one
+        self.recorder = Recorder(
+            goal.id,
+            ctx.secret.goal_key(goal.id),
+            worktree,
+            paths,
+            loaded,
+            ctx.clock,
+            ctx.print_line,
+            redactor=ctx.redactor,
+            publish=_publisher(ctx.remote, worktree),
+        )
         self.lessons = tuple(lessons)
-        self.given: tuple[Lesson, ...] = ()
         self.steps_run = 0
-        remote = ctx.remote
-        if remote is not None:
-            branch = worktree.branch()
-            self.publish = lambda: remote.publish(branch, worktree)
+        self.ship_from: str | None = None  # the gate commit a ship decision named, here
+        self.finishers = finishers(self.recorder, goal, ctx)
+        self.commands = StepCommands(ctx, goal, self.recorder)
+
+    @property
+    def cell(self) -> Cell:
+        return self.recorder.cell
 
     # ---- starting -----------------------------------------------------------------------
 
@@ -107,28 +133,28 @@ class GoalRunner(Crossing):
         """Record the approved goal version: `goal.started` once, `goal.revised` after."""
         if self.cell.goal_sha256 == self.goal.sha256:
             return
-        assert self.verdict is not None
+        assert self.approval is not None
         kind: EventType = "goal.started" if self.cell.goal_sha256 is None else "goal.revised"
-        self.emit(
+        self.recorder.emit(
             kind,
             None,
             self.cell.iteration,
             {
                 "goal_sha256": self.goal.sha256,
                 "owners_sha256": owners_sha256,
-                "approved_by": list(self.verdict.principals),
+                "approved_by": list(self.approval.signers),
                 "steps": goal_steps(self.goal),
                 "limits": budget_limits(self.goal),
                 "no_progress_passes": self.goal.halt.no_progress_passes,
                 "stale_after_s": self.goal.halt.stale_after_s,
                 "control_commit": self.ctx.control.commit,
-                "sandbox": self.sandbox.containment,
+                "sandbox": self.commands.sandbox.containment,
                 "objective": fit_text(self.goal.objective, 4000),
             }
             | recurrence(self.goal)
             | self.command_hits(),
         )
-        self.checkpoint(kind.replace("goal.", "goal "))
+        self.recorder.checkpoint(kind.replace("goal.", "goal "))
 
     def command_hits(self) -> dict[str, Any]:
         """A declared step command that itself deploys, drops or pushes parks the goal first.
@@ -149,6 +175,12 @@ class GoalRunner(Crossing):
             "command_classes": list(classes_of(hits)),
             "command_detail": summarize(hits),
         }
+
+    def cross_gate(self, approval: Approval) -> None:
+        """Record a signed decision's use (`crossing.py`); a ship decision's commit is the
+        only one this process's ship step may check out."""
+        self.ship_from = approval.commit if approval.decision == "ship" else None
+        crossing.cross_gate(self.recorder, approval, self.ctx.control.repo)
 
     # ---- the loop -----------------------------------------------------------------------
 
@@ -171,11 +203,10 @@ class GoalRunner(Crossing):
 
     def bound(self) -> bool:
         """The branch head and worktree are what the harness committed; else stop at tamper."""
-        problem, self.fresh = unbound(
-            self.wt, self.paths, self.key, self.cell, self.vouched, self.fresh
-        )
+        rec = self.recorder
+        problem, rec.fresh = unbound(self.wt, self.paths, rec.key, rec.cell, rec.vouched, rec.fresh)
         if problem is not None:
-            self.gate("needs_attention", "tamper", problem)
+            rec.gate("needs_attention", "tamper", problem)
         return problem is None
 
     def step_once(self) -> None:
@@ -188,11 +219,11 @@ class GoalRunner(Crossing):
         pending = pending_classes(cell)
         if pending:
             detail = cell.destructive_detail or ", ".join(pending)
-            self.gate("parked_at_eyes", f"destructive:{pending[0]}", detail)
+            self.recorder.gate("parked_at_eyes", destructive_gate(pending[0]), detail)
         elif cell.step == "ship":
             self.run("ship", cell.iteration)  # a signed decision: no ceiling applies
         elif cell.used.passes >= cell.limit.passes:
-            self.gate(
+            self.recorder.gate(
                 "needs_attention",
                 "max_passes",
                 f"{cell.used.passes} of {cell.limit.passes} passes used",
@@ -203,29 +234,29 @@ class GoalRunner(Crossing):
             # The last try is recorded; the process ended before its gate was.
             unavailable = cell.unavailable
             detail = unavailable_detail(unavailable.count, unavailable.message)
-            self.gate("needs_attention", "agent_unavailable", detail)
+            self.recorder.gate("needs_attention", "agent_unavailable", detail)
         elif cell.step == "build" and cell.no_progress_count >= cell.no_progress_passes:
-            self.gate(
+            self.recorder.gate(
                 "needs_attention",
                 "no_progress",
                 f"failing {cell.failing_test} with an unchanged tree for {cell.no_progress_count} passes",
             )
         elif cell.step == "build" and (cell.lifetime_hits() or cell.exhausted()):
-            self.out_of_budget()
+            crossing.out_of_budget(self.recorder)
         else:
-            self.run(step_named(cell.step), cell.iteration)
+            self.run(cell.step, cell.iteration)
 
     def done_gate(self) -> None:
         missing = [f for f in self.goal.expect_files if not (self.wt.path / f).exists()]
         short = self.expect_shortfalls()
-        failed = [] if missing or short else check_lessons(self)
+        failed = [] if missing or short else check_lessons(self.commands, self.lessons)
         if failed is None:
             return
         if failed:
             lesson, result = failed[0]
             detail = f"{result.output_tail}\n\nThe lesson:\n{lesson.text}"
             tree = self.wt.work_tree_id()
-            self.emit(
+            self.recorder.emit(
                 "done.blocked",
                 None,
                 self.cell.iteration,
@@ -236,7 +267,7 @@ class GoalRunner(Crossing):
                     "detail": fit_text(detail, 8000),
                 },
             )
-            self.checkpoint("done gate blocked by a lesson check", tree)
+            self.recorder.checkpoint("done gate blocked by a lesson check", tree)
         elif missing or short:
             tree = self.wt.work_tree_id()
             lines = ["expected files are missing: " + ", ".join(missing)] if missing else []
@@ -244,34 +275,37 @@ class GoalRunner(Crossing):
             if short:
                 data["expect_short"] = short[:MAX_SHORT_LINES]  # a glob: at most 1,000 chars
             data["detail"] = fit_text("\n".join(lines + short), 8000)
-            self.emit("done.blocked", None, self.cell.iteration, data)
-            self.checkpoint("done gate blocked", tree)
+            self.recorder.emit("done.blocked", None, self.cell.iteration, data)
+            self.recorder.checkpoint("done gate blocked", tree)
         elif "ship" in self.cell.steps:
-            self.gate(
+            self.recorder.gate(
                 "parked_at_eyes",
                 "ship",
                 f"commit {self.wt.head()} passed the done gate; ship needs a signed decision",
             )
         else:
-            self.emit("goal.completed", None, self.cell.iteration, {"commit": self.wt.head()})
-            self.checkpoint("completed")
+            self.recorder.emit(
+                "goal.completed", None, self.cell.iteration, {"commit": self.wt.head()}
+            )
+            self.recorder.checkpoint("completed")
 
     def expect_shortfalls(self) -> list[str]:
         """`expect.globs` counted over the commit the gate judges (loop/expect.py)."""
         from harness.loop.expect import shortfalls
         from harness.record.changes import goal_base
 
-        base = lambda: goal_base(self.ledger.records())  # noqa: E731 (read only when needed)
+        ledger = self.recorder.ledger
+        base = lambda: goal_base(ledger.records())  # noqa: E731 (read only when needed)
         return shortfalls(self.goal.expect_globs, self.wt.path, "HEAD", base)
 
     def resume_cut_off(self) -> None:
         flight = self.cell.in_flight
         assert flight is not None
-        step = step_named(flight.step)
+        step = flight.step
         if flight.held_elsewhere(self.ctx.runner, self.ctx.clock.now):
             raise Busy(f"goal {self.goal.id}: {flight.holder_text()}")
         if step == "ship":
-            self.gate(
+            self.recorder.gate(
                 "parked_at_eyes",
                 "ship_outcome_unknown",
                 "the ship step was cut off; its outcome is unknown and it is never retried on its own",
@@ -280,17 +314,19 @@ class GoalRunner(Crossing):
         changed = [
             p for p in self.changed_since(flight.base) if not p.startswith(self.paths.rel + "/")
         ]
-        self.emit(
+        self.recorder.emit(
             "step.cutoff",
             step,
             flight.iteration,
             {"call_id": flight.call_id, "changed": changed[:MAX_LISTED_PATHS]},
         )
-        if self.tampered(flight.base, changed, exclude_own=True):
+        if tampered(self.recorder, flight.base, changed, exclude_own=True):
             return
         if self.cell.used.passes >= self.cell.limit.passes:
             # A step that dies every time must still reach the ceiling, never loop.
-            self.gate("needs_attention", "max_passes", self.spend_text(["passes"]))
+            self.recorder.gate(
+                "needs_attention", "max_passes", crossing.spend_text(self.cell, ["passes"])
+            )
             return
         self.run(step, flight.iteration)
 
@@ -300,47 +336,52 @@ class GoalRunner(Crossing):
     # ---- running one step ---------------------------------------------------------------
 
     def run(self, step: StepName, iteration: int) -> None:
+        rec = self.recorder
         self.steps_run += 1
         cid = call_id(self.goal.id, iteration, step)
-        lease = self.spec(step).timeout_s + LEASE_GRACE_S
+        spec = self.spec(step)
+        lease = spec.timeout_s + LEASE_GRACE_S
         data: dict[str, Any] = {
             "call_id": cid,
             "base": self.wt.head(),
             "runner": self.ctx.runner,
             "lease_until": later(self.ctx.clock.now(), lease),
-            "sandbox": self.sandbox.containment,
+            "sandbox": self.commands.sandbox.containment,
         }
-        if not self.spec(step).network:
+        if not spec.network:
             data["network"] = "off"  # (sandbox.md, "Network")
         failing = self.cell.failing_test
         build = step == "build"
-        self.given = given_lessons(self.lessons, self.goal.objective, failing) if build else ()
-        if self.given:
-            data["lessons"] = [lesson.as_ref() for lesson in self.given]
-        self.note_ignored(step)  # a walk of the tree, beside the checkpoint's git work
-        self.emit("step.started", step, iteration, data)
-        started = self.checkpoint(f"{step} {iteration} started")
-        if self.ignored_before is not None:  # done before the build writes a byte
-            self.ignored_before.entries()
+        given = given_lessons(self.lessons, self.goal.objective, failing) if build else ()
+        if given:
+            data["lessons"] = [lesson.as_ref() for lesson in given]
+        # Before a build: a walk of the tree, beside the checkpoint's git work.
+        ignored = ignored_walk(step, self.wt)
+        rec.emit("step.started", step, iteration, data)
+        started = rec.checkpoint(f"{step} {iteration} started")
+        if ignored is not None:  # done before the build writes a byte
+            ignored.entries()
         # The tree that commit holds, staged by its checkpoint a moment ago.
         before = self.cell.tree if step in READ_ONLY_STEPS else None
         failpoints.hit(f"in_{step}")
         guard = GitConfigGuard(self.wt.guarded_files())
         record = RecordGuard(self.wt)
         try:
-            result, report, agent = self.execute(step, iteration, cid)
+            result, report, agent = self.commands.execute(
+                step, spec, iteration, cid, given, self.ship_from
+            )
         except Interrupted as stop:
             # The step's group is already ended (steps.run_step); the step stays in flight,
             # so the next run handles it as cut off (a ship step: outcome unknown).
-            self.emit("step.interrupted", step, iteration, {"call_id": cid, "signal": stop.name})
-            self.checkpoint(f"{step} {iteration} interrupted by {stop.name}")
+            rec.emit("step.interrupted", step, iteration, {"call_id": cid, "signal": stop.name})
+            rec.checkpoint(f"{step} {iteration} interrupted by {stop.name}")
             raise
         if self.ctx.remote is not None:  # the fence (remote.md): was the step taken over?
             what = f"goal {self.goal.id}: {step}[{iteration}]"
             branch = self.ctx.control.branch(self.goal.id)
             self.ctx.remote.fence(branch, self.wt, started, what, data["lease_until"])
         self.check_worktree_kept(step, iteration)
-        ran = Ran(step, iteration, cid, started, before, result, report, agent)
+        ran = Ran(step, iteration, cid, started, before, result, report, agent, ignored)
         touched = guard.changed()
         if touched:
             # Before any git call: a changed config could make git run the agent's commands.
@@ -352,7 +393,7 @@ class GoalRunner(Crossing):
             record.restore()
             self.stop_tampered(ran, moved, "a step changed the harness's own record: ")
             return
-        FINISH[step](self, ran)
+        self.finishers[step](ran)
 
     def stop_tampered(self, ran: Ran, touched: list[str], what: str) -> None:
         # `tree`: the fold of a judge or review that did not pass reads it (a repair round).
@@ -361,8 +402,8 @@ class GoalRunner(Crossing):
             "touched": touched,
             "tree": self.wt.work_tree_id(),
         }
-        self.emit("step.finished", ran.step, ran.iteration, tamper)
-        self.gate("needs_attention", "tamper", what + ", ".join(touched))
+        self.recorder.emit("step.finished", ran.step, ran.iteration, tamper)
+        self.recorder.gate("needs_attention", "tamper", what + ", ".join(touched))
 
     def check_worktree_kept(self, step: StepName, iteration: int) -> None:
         """A worktree removed while the step ran (by the agent or anyone): nothing of the step
@@ -382,119 +423,3 @@ class GoalRunner(Crossing):
         if spec is None:
             raise HarnessError(f"goal {self.goal.id}: the goal file has no {step} step")
         return spec
-
-    def execute(
-        self, step: StepName, iteration: int, cid: str
-    ) -> tuple[StepResult, Usage | None, Usage | None]:
-        """Run the step's command: its result, its HARNESS_REPORT_FILE, a build's spend."""
-        spec = self.spec(step)
-        scratch = Path(tempfile.mkdtemp(prefix=f"harness-{self.goal.id}-"))
-        prompt = build_prompt(self.goal, self.cell, self.given)
-        (scratch / "prompt.txt").write_text(prompt)
-        env = child_env(
-            self.ctx.base_env,
-            self.ctx.control.config.scrub_env,
-            {
-                "HARNESS_GOAL": self.goal.id,
-                "HARNESS_ITERATION": str(iteration),
-                "HARNESS_STEP": step,
-                "HARNESS_PROMPT_FILE": str(scratch / "prompt.txt"),
-                "HARNESS_REPORT_FILE": str(scratch / "report.json"),
-                "HARNESS_CALL_ID": cid,
-            }
-            | remaining_env(self.cell),
-        )
-        children = ChildRecord(self.ctx.control.repo.harness_dir() / "locks", self.goal.id)
-        progress = Progress(
-            self.ctx.progress, progress_text(self.goal.id, step, iteration, self.cell)
-        )
-
-        def started(pid: int) -> None:
-            children.save(pid, cid)
-            progress.start()  # only after the fork: no thread exists while the child is made
-
-        cwd = self.wt.path
-        try:
-            refused = None
-            if step == "ship":  # exactly the signed commit, never the worktree an agent touched
-                cwd = self.ship_checkout(scratch / "checkout")
-                env |= self.ship_env(git_text(["rev-parse", "HEAD"], cwd))
-                refused = unfaithful_refusal(cwd, self.ledger.records())
-            meter = None
-            try:
-                if refused is not None:
-                    raise LayerFailure(refused)
-                with self.contained(step, spec.run, env, scratch, cwd, spec.network) as box:
-                    meter = self.meter(box.records_env) if step == "build" else None
-                    result = run_step(
-                        box.argv,
-                        cwd,
-                        box.env,
-                        prompt.encode(),
-                        spec.timeout_s,
-                        on_start=started,
-                        on_stdout=meter.feed if meter else None,
-                        bwrap=self.sandbox.on,
-                    )
-            except LayerFailure as exc:  # a read-only step without its copy cannot start
-                result = cannot_start(str(exc))
-            spent = meter.finish() if meter else None
-            return result, read_report_file(scratch / "report.json"), spent
-        finally:
-            progress.stop()
-            children.clear()
-            if cwd != self.wt.path:
-                self.wt.remove_checkout(cwd)
-            shutil.rmtree(scratch, ignore_errors=True)
-
-    # ---- containment (sandbox.md) ---------------------------------------------------------
-
-    @functools.cached_property
-    def sandbox(self) -> Sandbox:
-        return resolve(self.ctx.control.config.sandbox, self.ctx.base_env)
-
-    def contained(
-        self,
-        step: str,
-        argv: Sequence[str],
-        env: dict[str, str],
-        scratch: Path | None = None,
-        work: Path | None = None,
-        network: bool = True,
-    ) -> contextlib.AbstractContextManager[Contained]:
-        """Only a build writes the worktree; every other step works on a throw-away copy,
-        from which the judge's JUnit file is copied back. `work` is the folder the step runs
-        in when it is not the goal's worktree (the ship step's checkout of the signed commit)."""
-        self.fresh = None  # a step command runs: what was staged is no longer known
-        config = self.ctx.control.config
-        place = Place.of(
-            self.ctx.control.repo, self.goal.id, self.ctx.base_env, config.sandbox_binds
-        )
-        if work is not None and work != place.worktree:
-            place = dataclasses.replace(place, worktree=work)
-        junit = self.goal.judge.junit
-        keep = (junit,) if step == "judge" and junit else ()
-        return contain(
-            self.sandbox,
-            place,
-            argv,
-            env,
-            writable=step == "build",
-            scratch=scratch,
-            keep=keep,
-            network=network,
-        )
-
-    def ship_checkout(self, path: Path) -> Path:
-        """A fresh checkout of the commit the ship decision named (in this process) or of
-        the head, whose tree `bound()` has just compared with the cell's."""
-        commit = self.ship_from or self.wt.head()
-        if not same_tree(self.wt, commit, self.cell):
-            raise TrustFailure(f"goal {self.goal.id}: commit {commit} is not what the cell names")
-        self.wt.add_checkout(commit, path)
-        return path
-
-    def meter(self, env: dict[str, str]) -> Meter:
-        """Reads the build's stdout as it arrives; `since` dates the tool's own records."""
-        prices = self.ctx.control.config.prices
-        return Meter(self.goal.build.format, env, self.wt.path, time.time(), prices)

@@ -16,14 +16,14 @@ from typing import Any
 from harness import failpoints
 from harness.loop.clock import Clock
 from harness.record.cell import write_cell
-from harness.record.events import EventType, Status, StepName
+from harness.record.events import EventType, GateReason, Status, StepName
 from harness.record.fold import apply
 from harness.record.hydrate import GoalPaths, Loaded
 from harness.record.position import Position
 from harness.record.render import text_line
 from harness.store.fsutil import atomic_write
 from harness.store.worktree import Worktree
-from harness.trust.redact import NO_SECRETS
+from harness.trust.redact import NO_SECRETS, Redactor
 
 TEXT_FIELD_BYTES = 12_000
 
@@ -52,6 +52,8 @@ class Recorder:
         loaded: Loaded,
         clock: Clock,
         print_line: Callable[[str], None],
+        redactor: Redactor = NO_SECRETS,
+        publish: Callable[[], None] | None = None,
     ) -> None:
         self.goal_id, self.key, self.clock, self.print_line = goal_id, key, clock, print_line
         self.wt, self.paths = worktree, paths
@@ -60,14 +62,15 @@ class Recorder:
         # Events after the cell (a crash before its write) may go with worktree changes
         # the cell does not name yet; until the next checkpoint only the head is compared.
         self.vouched = loaded.rolled_forward == 0
-        self.publish: Callable[[], None] | None = None
-        # With a remote, an event's line waits until the push that carries it went: a run
-        # that loses the race to another runner prints nothing that did not happen.
+        # With a remote, `publish` pushes the goal branch at each checkpoint, and an event's
+        # line waits until the push that carries it went: a run that loses the race to
+        # another runner prints nothing that did not happen.
+        self.publish = publish
         self.unpublished: list[str] = []
         # The work tree id a check has just staged and compared, with nothing run since:
         # the next checkpoint commits it without a second scan (None: scan again).
         self.fresh: str | None = None
-        self.redactor = NO_SECRETS  # the run's own, set by whoever knows its environment
+        self.redactor = redactor  # the run's own (RunContext.redactor), else no secrets known
 
     def emit(
         self, type: EventType, step: StepName | None, iteration: int, data: Mapping[str, Any]
@@ -116,7 +119,7 @@ class Recorder:
         """The run lost the goal to another runner: its unpushed events are dropped too."""
         self.unpublished.clear()
 
-    def gate(self, status: Status, reason: str, detail: str) -> None:
+    def gate(self, status: Status, reason: GateReason, detail: str) -> None:
         self.emit(
             "goal.gated",
             None,

@@ -13,9 +13,8 @@ so the same tree is made again (`finish_run_start`).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from harness import failpoints
+from harness.loop.recorder import Recorder
 from harness.record.cell import write_cell
 from harness.record.events import TERMINAL
 from harness.record.fold import replace
@@ -25,48 +24,45 @@ from harness.store.gitrepo import HARNESS_EMAIL, HARNESS_NAME, installed_git, ru
 from harness.store.gitversion import needs_ref_fsync
 from harness.store.worktree import Worktree
 
-if TYPE_CHECKING:
-    from harness.loop.controller import GoalRunner
-
 HARNESS_IDENT = ("-c", f"user.name={HARNESS_NAME}", "-c", f"user.email={HARNESS_EMAIL}")
 
 
-def start_next_run(runner: GoalRunner) -> None:
+def start_next_run(rec: Recorder, control: str) -> None:
     """Start the next run of a goal whose run has ended, if it is due and may start: its
     goal version is approved (the caller has checked) and still recurring, and no lifetime
-    cap is reached (else the goal stops at `needs_attention` / `lifetime_exhausted`)."""
-    cell = runner.cell
-    if cell.status not in TERMINAL or not cell.run_due(runner.ctx.clock.now()):
+    cap is reached (else the goal stops at `needs_attention` / `lifetime_exhausted`).
+    `control`: the control commit the run would start from."""
+    cell = rec.cell
+    if cell.status not in TERMINAL or not cell.run_due(rec.clock.now()):
         return
     if cell.lifetime_hits(starting=True):
-        runner.gate("needs_attention", "lifetime_exhausted", cell.lifetime_text(starting=True))
+        rec.gate("needs_attention", "lifetime_exhausted", cell.lifetime_text(starting=True))
         return
-    control = runner.ctx.control.commit
     data = {"run": cell.run + 1, "control_commit": control, "due_at": cell.next_run_due()}
-    runner.emit("run.started", None, 1, data)
-    commit_run_start(runner, control)
+    rec.emit("run.started", None, 1, data)
+    commit_run_start(rec, control)
 
 
-def commit_run_start(runner: GoalRunner, control: str) -> None:
+def commit_run_start(rec: Recorder, control: str) -> None:
     """The checkpoint of `run.started`: cell and report, the new run's commit, the reset."""
-    wt, paths = runner.wt, runner.paths
-    runner.cell = replace(runner.cell, tree=wt.tree_without(control))
-    runner.fresh, runner.vouched = None, True
-    write_cell(paths.cell, runner.cell, runner.key)
+    wt, paths = rec.wt, rec.paths
+    rec.cell = replace(rec.cell, tree=wt.tree_without(control))
+    rec.fresh, rec.vouched = None, True
+    write_cell(paths.cell, rec.cell, rec.key)
     failpoints.hit("run_cell_written")
-    atomic_write(paths.report, runner.report.render(runner.cell).encode())
+    atomic_write(paths.report, rec.report.render(rec.cell).encode())
     failpoints.hit("run_before_commit")
-    message = f"harness({runner.goal.id}): run {runner.cell.run} started from {control[:12]}"
+    message = f"harness({rec.goal_id}): run {rec.cell.run} started from {control[:12]}"
     commit = _commit_onto(wt, control, paths.rel, message)
     failpoints.hit("run_before_reset")
     _reset(wt, commit)
     failpoints.hit("run_after_reset")
-    if runner.publish is not None:
-        runner.publish()
-        runner.flush_lines()
+    if rec.publish is not None:
+        rec.publish()
+        rec.flush_lines()
 
 
-def finish_run_start(runner: GoalRunner, last: Event | None, unsettled: bool) -> bool:
+def finish_run_start(rec: Recorder, last: Event | None, unsettled: bool) -> bool:
     """A run killed while it started run N: its `run.started` is the last event. Without
     the new run's commit (`unsettled`: the cell is not written, or not committed) the same
     commit is made again, on a branch head that must be the harness's own; with it, the
@@ -79,13 +75,13 @@ def finish_run_start(runner: GoalRunner, last: Event | None, unsettled: bool) ->
         from harness.loop.binding import unbound
 
         # Only the head: the worktree is the last run's and is about to be replaced.
-        problem, _ = unbound(runner.wt, runner.paths, runner.key, runner.cell, False)
+        problem, _ = unbound(rec.wt, rec.paths, rec.key, rec.cell, False)
         if problem is not None:
-            runner.gate("needs_attention", "tamper", problem)
+            rec.gate("needs_attention", "tamper", problem)
             return False
-        commit_run_start(runner, last.data["control_commit"])
+        commit_run_start(rec, last.data["control_commit"])
     else:
-        _reset(runner.wt, runner.wt.head())
+        _reset(rec.wt, rec.wt.head())
     return True
 
 

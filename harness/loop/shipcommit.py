@@ -26,6 +26,7 @@ from pathlib import Path
 from harness.record.changes import base_after
 from harness.record.ledger import Record
 from harness.record.position import Position
+from harness.store.gitenv import step_git_env
 from harness.store.gitrepo import HARNESS_EMAIL, HARNESS_NAME, run_git
 
 # Settings that would change the bytes of the commit object (and so its id) or sign it.
@@ -93,6 +94,23 @@ def make_ship_commit(
         extra_env=env,
     )
     return made.stdout.decode().strip()
+
+
+def ship_env(
+    records: Iterable[Record], git_dir: Path, goal_id: str, objective: str, signed: str
+) -> dict[str, str]:
+    """The ship step's own variables: the goal's change as one commit on its base, the
+    base, and the signed commit the checkout holds. Its git obeys no hook, replace ref or
+    home's configuration (`gitenv.step_git_env`)."""
+    source = ship_source(records)
+    if source is None:  # no done gate at ship in the record: nothing to make it from
+        return {"HARNESS_GATE_COMMIT": signed} | step_git_env()
+    made = make_ship_commit(git_dir, goal_id, objective, source, signed)
+    return {
+        "HARNESS_SHIP_COMMIT": made,
+        "HARNESS_SHIP_BASE": source.base,
+        "HARNESS_GATE_COMMIT": signed,
+    } | step_git_env()
 
 
 def _tree_with_base_ledger(git_dir: Path, commit: str, base: str) -> str:

@@ -16,7 +16,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from harness.errors import TrustFailure
-from harness.record.events import STATUSES, TERMINAL
+from harness.record.events import (
+    TERMINAL,
+    GateReason,
+    Status,
+    StepName,
+    is_gate_reason,
+    is_status,
+    is_step,
+)
 from harness.record.position import START, Position
 from harness.store.fsutil import atomic_write, canonical_json, read_no_follow, strict_json_loads
 
@@ -43,7 +51,7 @@ class Spend:
 class InFlight:
     """A step whose start is recorded and whose finish is not (yet)."""
 
-    step: str
+    step: StepName
     iteration: int
     call_id: str
     base: str
@@ -147,18 +155,18 @@ LIFETIME_KEYS = ("cost_usd", "seconds", "turns", "runs")
 @dataclass(frozen=True)
 class Cell:
     goal: str
-    status: str = "pending"
-    step: str | None = None
+    status: Status = "pending"
+    step: StepName | None = None
     iteration: int = 0
     failing_test: str | None = None
     used: Spend = field(default_factory=Spend)
     limit: Spend = field(default_factory=Spend)
-    gate: str | None = None
+    gate: GateReason | None = None
     gate_detail: str | None = None
     no_progress_count: int = 0
     no_progress_fingerprint: str | None = None
     no_progress_passes: int = 2
-    steps: tuple[str, ...] = ()
+    steps: tuple[StepName, ...] = ()
     goal_sha256: str | None = None
     owners_sha256: str | None = None
     in_flight: InFlight | None = None
@@ -188,7 +196,7 @@ class Cell:
     run: int = 1
     run_started_at: str | None = None
     run_base: str | None = None
-    run_ended: str | None = None
+    run_ended: Status | None = None
     every_s: int | None = None
     lifetime_limit: LifetimeCaps | None = None
     lifetime_used: LifetimeUsed | None = None
@@ -428,10 +436,26 @@ def _cell_from(raw: dict[str, Any], source: str) -> Cell:
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise TrustFailure(f"{source}: the cell's fields are malformed ({exc})") from None
-    if cell.status not in STATUSES:
-        raise TrustFailure(f"{source}: status: unknown status {cell.status!r}")
+    _check_words(cell, source)
     _check_runs(cell, source)
     return cell
+
+
+def _check_words(cell: Cell, source: str) -> None:
+    """The fields typed by the record's Literals hold one of their values (events.py)."""
+    if not is_status(cell.status):
+        raise TrustFailure(f"{source}: status: unknown status {cell.status!r}")
+    if cell.run_ended is not None and cell.run_ended not in TERMINAL:
+        raise TrustFailure(f"{source}: run_ended: {cell.run_ended!r} is not how a run ends")
+    flight = cell.in_flight.step if cell.in_flight is not None else None
+    for name, step in (("step", cell.step), ("in_flight.step", flight)):
+        if step is not None and not is_step(step):
+            raise TrustFailure(f"{source}: {name}: unknown step {step!r}")
+    for step in cell.steps:
+        if not is_step(step):
+            raise TrustFailure(f"{source}: steps: unknown step {step!r}")
+    if cell.gate is not None and not is_gate_reason(cell.gate):
+        raise TrustFailure(f"{source}: gate: unknown gate reason {cell.gate!r}")
 
 
 def _check_runs(cell: Cell, source: str) -> None:

@@ -6,7 +6,7 @@ table keyed by `EventType`; `tests/record/test_events.py` fails when a table mis
 
 # No `from __future__ import annotations` here: TypedDict reads NotRequired[...] from its
 # annotations when the class is made, and string annotations hide it (Python 3.11).
-from typing import Final, Literal, NotRequired, TypedDict, get_args
+from typing import Final, Literal, NewType, NotRequired, TypedDict, TypeGuard, get_args
 
 EventType = Literal[
     "goal.started",
@@ -47,9 +47,9 @@ STEP_NAMES: Final[tuple[StepName, ...]] = get_args(StepName)
 READ_ONLY_STEPS: Final[frozenset[StepName]] = frozenset({"plan", "judge", "review"})
 AGENT_STEPS: Final[frozenset[StepName]] = frozenset({"build"})
 
-# A gate's reason is one of these, or `destructive:<class>` (DESTRUCTIVE_PREFIX + a class
-# of harness.model.config.DESTRUCTIVE_CLASSES or of an owner's rule).
-GateReason = Literal[
+# A gate's reason is one of these words, or a destructive gate: DESTRUCTIVE_PREFIX + a
+# class of harness.model.config.DESTRUCTIVE_CLASSES or of an owner's rule.
+GateWord = Literal[
     "ship",
     "ship_outcome_unknown",
     "ship_failed",
@@ -64,10 +64,35 @@ GateReason = Literal[
     "lifetime_exhausted",
     "secret_in_change",
 ]
-GATE_REASONS: Final[tuple[GateReason, ...]] = get_args(GateReason)
+GATE_WORDS: Final[tuple[GateWord, ...]] = get_args(GateWord)
 DESTRUCTIVE_PREFIX: Final = "destructive:"
+# `destructive:<class>`: a class cannot be listed here, so it is made by destructive_gate.
+DestructiveGate = NewType("DestructiveGate", str)
+GateReason = GateWord | DestructiveGate
 
-# How a step was contained (loop/sandbox.py): by bubblewrap, not at all because the
+
+def destructive_gate(cls: str) -> DestructiveGate:
+    """The gate a destructive class parks a goal at."""
+    return DestructiveGate(DESTRUCTIVE_PREFIX + cls)
+
+
+# The runtime checks behind the Literals, for values read from disk (record/cell.py).
+def is_status(value: object) -> TypeGuard[Status]:
+    return value in STATUSES
+
+
+def is_step(value: object) -> TypeGuard[StepName]:
+    return value in STEP_NAMES
+
+
+def is_gate_reason(value: object) -> TypeGuard[GateReason]:
+    if value in GATE_WORDS:
+        return True
+    destructive = isinstance(value, str) and value.startswith(DESTRUCTIVE_PREFIX)
+    return destructive and value != DESTRUCTIVE_PREFIX
+
+
+# How a step was contained (loop/contain/sandbox.py): by bubblewrap, not at all because the
 # configuration says `sandbox: off`, or not because `auto` found no working bwrap.
 Containment = Literal["bwrap", "off", "unavailable"]
 

@@ -21,7 +21,7 @@ from harness.record.cell import (
     Spend,
     Unavailable,
 )
-from harness.record.events import AGENT_STEPS, EventType
+from harness.record.events import AGENT_STEPS, EventType, Status, StepName
 from harness.record.ledger import Event
 from harness.record.position import Position
 from harness.record.rulecounts import counted, fired_rules
@@ -150,7 +150,9 @@ def _on_revised(cell: Cell, event: Event) -> Cell:
 
 
 def _on_step_started(cell: Cell, event: Event) -> Cell:
-    step = event.step or ""
+    # As the MAC'd ledger recorded it (the fold reads event data untyped throughout); a
+    # cell holding anything but a StepName is refused when it is read (cell._check_words).
+    step = cast(StepName, event.step or "")
     used = replace(cell.used, passes=cell.used.passes + 1)
     if step in AGENT_STEPS:
         used = replace(used, iterations=max(used.iterations, event.iteration))
@@ -325,7 +327,7 @@ def _on_gated(cell: Cell, event: Event) -> Cell:
     )
 
 
-def _ended(cell: Cell, status: str) -> str | None:
+def _ended(cell: Cell, status: Status) -> Status | None:
     """How a recurring goal's run ended (None for a one-shot goal: its end is its status)."""
     return status if cell.every_s is not None else cell.run_ended
 

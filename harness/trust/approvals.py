@@ -8,6 +8,7 @@ checked with `ssh-keygen -Y verify`.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,9 +40,37 @@ class SignedRecord:
 
 
 @dataclass(frozen=True)
+class Approval:
+    """What a verified approval fixes: one decision about one goal file's bytes, the gate
+    commit and ledger head it is bound to (None for `run` and `rotate-owners`), the owner
+    principals who signed it, and which signature that was (its armored block's SHA-256)."""
+
+    goal: str
+    goal_sha256: str
+    decision: str
+    commit: str | None
+    ledger: str | None
+    signers: tuple[str, ...]
+    signature_sha256: str
+
+
+@dataclass(frozen=True)
 class Verdict:
     record: SignedRecord
     principals: tuple[str, ...]  # the owner principals whose key signed it
+
+    @property
+    def approval(self) -> Approval:
+        statement = self.record.statement
+        return Approval(
+            goal=statement.goal,
+            goal_sha256=statement.sha256,
+            decision=statement.decision,
+            commit=statement.commit,
+            ledger=statement.ledger,
+            signers=self.principals,
+            signature_sha256=hashlib.sha256(self.record.armored.encode()).hexdigest(),
+        )
 
 
 def parse_approval_file(text: str, source: str) -> tuple[SignedRecord, ...]:

@@ -48,6 +48,22 @@ from pathlib import Path
 
 plan = json.loads(Path("probe_plan.json").read_text())
 seen = {}
+# First, the capabilities a runner that is root would hand down: unmount what hides the
+# secret and the keys, make / writable; whatever works, the reads and writes below use it.
+escalations = {
+    "umount_secret": ["umount", plan["read"]["secret_file"]],
+    "umount_secret_folder": ["umount", os.path.dirname(plan["read"]["secret_file"])],
+    "umount_ssh": ["umount", os.path.dirname(plan["read"]["ssh_key"])],
+    "remount_root": ["mount", "-o", "remount,rw", "/"],
+}
+quiet = {"stdin": subprocess.DEVNULL, "stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+seen["escalated"] = sorted(  # never tried bare: it would be the host's / and mounts
+    name
+    for name, argv in escalations.items()
+    if plan["contained"] and subprocess.run(argv, **quiet).returncode == 0
+)
+status = Path("/proc/self/status").read_text().splitlines()
+seen["capabilities"] = [line.split()[1] for line in status if line.startswith(("CapEff", "CapBnd"))]
 for name, path in plan["write"].items():
     try:
         with open(path, "a") as handle:
@@ -69,7 +85,6 @@ for proc in Path("/proc").glob("[0-9]*"):
 seen["processes"] = sorted(processes)
 Path(os.environ["HOME"], "session.txt").write_text("kept\n")
 loop = "import time\nwhile True: time.sleep(0.05)"
-quiet = {"stdin": subprocess.DEVNULL, "stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
 subprocess.Popen(["setsid", sys.executable, "-c", loop, plan["marker"] + "-setsid"], **quiet)
 if os.fork() == 0:
     if os.fork() == 0:
@@ -145,6 +160,7 @@ def probed_run(tmp_path: Path, owner_key: Key, sandbox: str) -> Iterator[Probed]
         marker = f"leftover-{uuid.uuid4().hex}"
         plan = {
             "marker": marker,
+            "contained": sandbox != "off",
             "write": {
                 "main_checkout": str(root / "agent.py"),
                 "main_goal_file": str(root / "goals" / "g1.yaml"),
@@ -231,6 +247,15 @@ def test_build_cannot_write_outside_its_worktree(contained: Probed) -> None:
 
 def test_build_cannot_read_the_secret_file(contained: Probed) -> None:
     assert contained.seen()["secret_file"] == "FileNotFoundError"
+
+
+def test_build_has_no_capability_to_undo_its_mounts(contained: Probed) -> None:
+    """Also when the runner is root (as in most CI containers): bwrap hands a root caller's
+    capabilities to the step unless told otherwise, and with them the step could unmount
+    what hides the secret or make / writable."""
+    seen = contained.seen()
+    assert seen["escalated"] == []
+    assert seen["capabilities"] == ["0000000000000000", "0000000000000000"]
 
 
 def test_build_cannot_read_ssh_keys(contained: Probed) -> None:

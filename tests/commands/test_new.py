@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from harness.commands.new import AGENTS
-from harness.loop.agents_support import SUPPORTED
+from harness.loop.agents.support import SUPPORTED
 from harness.model.yamlload import load_yaml
 from tests.managed import Key
 from tests.pinned_agents import pinned_cli

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.loop.sandbox import FIX
+from harness.loop.contain.sandbox import FIX
 from tests.managed import Key as OwnerKey
 from tests.managed import ManagedRepo, base_goal, git
 from tests.tools import bwrap_problem, missing_command, need_tool, needs_bwrap, needs_command
@@ -133,12 +133,15 @@ def test_a_junit_file_the_judge_writes_is_read(tmp_path: Path, owner_key: OwnerK
 
 @needs_bwrap
 @needs_command("unshare", "util-linux")
+@pytest.mark.parametrize("layer", ["copy", "auto"])
 def test_a_judge_without_room_for_its_copy_fails_and_says_why(
-    tmp_path: Path, owner_key: OwnerKey
+    tmp_path: Path, owner_key: OwnerKey, layer: str
 ) -> None:
     """No room for the judge's copy of the worktree, in memory or on disk (two small real
-    tmpfs mounts in a mount namespace of the run's own): the judge cannot start, exits 126
-    with the reason, and the run goes on to its next round instead of ending with exit 1."""
+    tmpfs mounts in a mount namespace of the run's own): with copies (HARNESS_LAYER=copy)
+    the judge cannot start, exits 126 with the reason, and the run goes on to its next
+    round instead of ending with exit 1. An overlay (`auto`, where one works) needs no room
+    for a copy: the judge runs and fails on its test, as it would bare."""
     big = "open('big.bin', 'wb').write(bytes(2 << 20))"
     repo = _repo(tmp_path, owner_key, "required", build=big)
     small = tmp_path / "tmpdir"
@@ -147,14 +150,21 @@ def test_a_judge_without_room_for_its_copy_fails_and_says_why(
     argv = ["unshare", "--user", "--map-root-user", "--mount", "sh", "-c",
             f'{mounts} && exec "$@"', os.fspath(small),
             sys.executable, "-m", "harness", "run", "--max-steps", "2"]  # fmt: skip
-    env = repo.env | {"TMPDIR": os.fspath(small)}
+    env = repo.env | {"TMPDIR": os.fspath(small), "HARNESS_LAYER": layer}
     done = subprocess.run(argv, cwd=repo.root, env=env, capture_output=True, text=True)
     if done.returncode != 0 and "mount" in done.stderr:
         pytest.skip(f"cannot mount a tmpfs in a user namespace here: {done.stderr.strip()}")
     assert done.returncode == 0, done.stderr
     judged = [e for e in _events(repo) if e["type"] == "step.finished" and e["step"] == "judge"]
     data = judged[0]["data"]
-    assert isinstance(data, dict) and data["exit_code"] == 126
+    assert isinstance(data, dict)
+    if layer == "auto":
+        assert (data["exit_code"], data["failing_test"]) == (
+            1,
+            "tests/test_value.py::test_value_is_right",
+        ), data
+        return
+    assert data["exit_code"] == 126
     assert "copy of the worktree could not be made" in str(data)
     assert "No space left on device" in str(data)
     row = repo.status()

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.loop.agents_support import SUPPORTED, AgentCli, parse_version, probe
+from harness.loop.agents.support import SUPPORTED, AgentCli, parse_version, probe
 from harness.loop.steps import child_env, run_step
 
 BY_NAME = {cli.name: cli for cli in SUPPORTED}

@@ -183,8 +183,8 @@ def _cut_off_build(here: InProcess, runner_name: str = "") -> str:
         "runner": runner_name,
         "lease_until": "2030-01-01T00:06:00.000Z",
     }
-    first.emit("step.started", "build", 1, data)
-    first.checkpoint("build 1 started")
+    first.recorder.emit("step.started", "build", 1, data)
+    first.recorder.checkpoint("build 1 started")
     (here.repo.worktree / "partial.txt").write_text("work in progress\n")
     return cid
 

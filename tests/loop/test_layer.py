@@ -1,4 +1,4 @@
-"""The throw-away layer (harness/loop/layer.py) on real file systems: the copy is the
+"""The throw-away layer (harness/loop/contain/layer.py) on real file systems: the copy is the
 worktree as a step must see it, it goes in memory only when there is room, and no layer is
 left behind, by a step that took its write permission away or by a killed run."""
 
@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.loop.layer import (
+from harness.loop.contain import layer as layer_module
+from harness.loop.contain.layer import (
     MEMORY,
     PREFIX,
     STALE_AFTER_S,
@@ -125,7 +126,7 @@ def test_a_full_memory_falls_back_and_leaves_nothing(tmp_path: Path) -> None:
         need_tool("needs unshare (apt-get install util-linux)")
     source = _tree(tmp_path / "wt")
     script = (
-        "import sys; from pathlib import Path; from harness.loop.layer import try_layer\n"
+        "import sys; from pathlib import Path; from harness.loop.contain.layer import try_layer\n"
         "mem = Path(sys.argv[1]); print(try_layer(mem, Path(sys.argv[2]), 1 << 40))\n"
         "print(sorted(p.name for p in mem.iterdir()))\n"
     )
@@ -147,7 +148,7 @@ def test_a_layer_goes_in_memory_when_there_is_room(tmp_path: Path) -> None:
     if memory_budget(MEMORY) is None:
         pytest.skip(f"{MEMORY} has less than 1 GiB free here")
     source = _tree(tmp_path / "wt")
-    layer = make_layer(source)
+    layer = make_layer(source, overlay=None)
     try:
         assert layer.folder.parent == MEMORY and layer.folder.name.startswith(PREFIX)
         assert _manifest(layer.work) == _manifest(source)
@@ -160,16 +161,36 @@ def test_without_memory_the_layer_is_on_disk(tmp_path: Path) -> None:
     assert memory_budget(tmp_path / "no-such-folder") is None
     assert memory_budget(tmp_path, floor=1 << 62) is None  # less free than the floor
     source = _tree(tmp_path / "wt")
-    layer = make_layer(source, memory=tmp_path / "no-such-folder")
+    layer = make_layer(source, memory=tmp_path / "no-such-folder", overlay=None)
     try:
         assert layer.folder.parent == Path(tempfile.gettempdir())
     finally:
         layer.remove()
 
 
-def test_a_layer_whose_folders_a_step_locked_is_still_removed(tmp_path: Path) -> None:
+LOCKING_STEP = {
+    # The copy: the step's chmods reach the copy's folders directly.
+    "copy": (
+        "layer = make_layer(wt, overlay=None)\n"
+        "os.chmod(layer.work / 'a' / 'b', 0o500); os.chmod(layer.work / 'c', 0)\n"
+        "os.chmod(layer.work, 0o500)\n"
+    ),
+    # The overlay: the same chmods through the mount copy the folders up into `upper`, and
+    # the kernel leaves a folder of mode 000 in `scratch`.
+    "overlay": (
+        "layer = make_layer(wt)\n"
+        "assert layer.mount is not None, 'no overlay for nobody here'\n"
+        "import subprocess\n"
+        "chmods = 'chmod 500 merged/a/b && chmod 0 merged/c && chmod 500 merged'\n"
+        "subprocess.run(layer.wrap(['/bin/sh', '-c', chmods]), check=True)\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(LOCKING_STEP))
+def test_a_layer_whose_folders_a_step_locked_is_still_removed(kind: str) -> None:
     """The step runs as the runner's user and may take write and read permission away from
-    folders in its copy; removing the layer must not stop at them. Run as `nobody`, since
+    folders in its layer; removing the layer must not stop at them. Run as `nobody`, since
     root's removal ignores permissions."""
     if os.geteuid() != 0:
         pytest.skip("needs root (to become nobody)")
@@ -180,28 +201,29 @@ def test_a_layer_whose_folders_a_step_locked_is_still_removed(tmp_path: Path) ->
         base.chmod(0o755)
         script = (
             "import os, sys; from pathlib import Path\n"
-            "from harness.loop.layer import make_layer, remove_tree\n"
+            "from harness.loop.contain.layer import make_layer, remove_tree\n"
             "wt = Path(sys.argv[1]) / 'wt'; (wt / 'a' / 'b').mkdir(parents=True)\n"
             "(wt / 'a' / 'b' / 'f').write_text('x'); (wt / 'c').mkdir(); (wt / 'c' / 'g').touch()\n"
-            "layer = make_layer(wt)\n"
-            "os.chmod(layer.work / 'a' / 'b', 0o500); os.chmod(layer.work / 'c', 0)\n"
-            "os.chmod(layer.work, 0o500); layer.remove(); print(layer.folder.exists())\n"
+            f"{LOCKING_STEP[kind]}"
+            "layer.remove(); print(layer.folder.exists())\n"
         )
         nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"]
         os.chown(base, 65534, 65534)
         done = subprocess.run(
             [*nobody, sys.executable, "-c", script, os.fspath(base)],
-            capture_output=True, text=True, env={"PYTHONPATH": os.fspath(CHECKOUT)},
+            capture_output=True, text=True, env={"PYTHONPATH": os.fspath(CHECKOUT), "PATH": os.defpath},
         )  # fmt: skip
         if done.returncode != 0 and "ModuleNotFoundError" in done.stderr:
             pytest.skip(f"nobody cannot import the harness from {CHECKOUT}")
+        if "no overlay for nobody here" in done.stderr:
+            need_tool("an overlay in a user namespace (Linux 5.11, util-linux 2.38)")
         assert (done.returncode, done.stdout) == (0, "False\n"), done.stderr
     finally:
         shutil.rmtree(base, ignore_errors=True)
 
 
 HOLDER = (
-    "import sys; from pathlib import Path; from harness.loop.layer import make_layer\n"
+    "import sys; from pathlib import Path; from harness.loop.contain.layer import make_layer\n"
     "layer = make_layer(Path(sys.argv[1]), memory=Path(sys.argv[2]))\n"
     "print(layer.folder, flush=True); sys.stdin.read()\n"
 )
@@ -268,3 +290,47 @@ def test_a_sweep_leaves_other_names_alone(tmp_path: Path) -> None:
         os.utime(path, (long_ago, long_ago))
     sweep(tmp_path)
     assert other.exists() and not mine.exists()
+
+
+def test_without_the_tools_for_an_overlay_the_layer_is_a_copy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No `unshare` on PATH (util-linux without it, a minimal image): the overlay is not
+    tried and the step gets a copy, as before overlays."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name in ("mount", "setpriv"):
+        found = shutil.which(name)
+        if found is not None:
+            (bin_dir / name).symlink_to(found)
+    monkeypatch.setenv("PATH", os.fspath(bin_dir))
+    monkeypatch.setattr(layer_module, "_TRIED", {})
+    source = tmp_path / "wt"
+    source.mkdir()
+    (source / "f.txt").write_text("x\n")
+    assert layer_module.overlay_works(MEMORY) is None
+    made = make_layer(source)
+    try:
+        assert made.mount is None and (made.work / "f.txt").read_text() == "x\n"
+    finally:
+        made.remove()
+
+
+def test_an_overlay_layer_shows_the_worktree_and_keeps_the_writes_apart(tmp_path: Path) -> None:
+    source = tmp_path / "wt"
+    source.mkdir()
+    (source / "f.txt").write_text("x\n")
+    made = make_layer(source)
+    try:
+        if made.mount is None:
+            need_tool("an overlay in a user namespace (Linux 5.11, util-linux 2.38)")
+        step = "cat merged/f.txt && echo y > merged/f.txt && echo z > merged/g.txt"
+        done = subprocess.run(made.wrap(["/bin/sh", "-c", step]), capture_output=True, text=True)
+        assert (done.returncode, done.stdout) == (0, "x\n"), done.stderr
+        assert (source / "f.txt").read_text() == "x\n" and not (source / "g.txt").exists()
+        assert (made.written / "f.txt").read_text() == "y\n"
+        assert (made.written / "g.txt").read_text() == "z\n"
+        assert list(made.work.iterdir()) == []  # mounted only inside the step's namespace
+    finally:
+        made.remove()
+    assert not made.folder.exists()

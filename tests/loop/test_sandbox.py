@@ -1,4 +1,4 @@
-"""loop/sandbox.py: the mode, the bwrap command line, and real contained steps."""
+"""loop/contain/sandbox.py: the mode, the bwrap command line, and real contained steps."""
 
 from __future__ import annotations
 
@@ -18,8 +18,10 @@ from pathlib import Path
 import pytest
 
 from harness.errors import InvalidInput, TrustFailure
-from harness.loop.layer import MEMORY, memory_budget
-from harness.loop.sandbox import (
+from harness.loop.contain import layer as layers
+from harness.loop.contain import sandbox as sandbox_module
+from harness.loop.contain.layer import MEMORY, memory_budget, overlay_works
+from harness.loop.contain.sandbox import (
     FIX,
     Place,
     Sandbox,
@@ -30,7 +32,7 @@ from harness.loop.sandbox import (
 )
 from harness.loop.steps import StepResult, run_step
 from harness.model.config import Bind, parse_config
-from tests.tools import missing_command, need_tool, needs_bwrap
+from tests.tools import missing_command, need_tool, needs_bwrap, needs_command
 
 
 @pytest.mark.parametrize(
@@ -114,7 +116,9 @@ def test_the_command_line_hides_before_it_binds(tmp_path: Path) -> None:
     place.home().mkdir(parents=True)
     argv = bwrap_argv("/usr/bin/bwrap", place, ["make"], work=place.worktree, scratch=None)
     root, wt = str(place.repo_root), str(place.worktree)
-    assert argv[:14] == [
+    identity = sandbox_module._identity("/usr/bin/bwrap")[0]
+    assert identity[-2:] == ("--cap-drop", "ALL")
+    assert argv[: 14 + len(identity)] == [
         "/usr/bin/bwrap",
         "--ro-bind", "/", "/",
         "--dev", "/dev",
@@ -122,6 +126,7 @@ def test_the_command_line_hides_before_it_binds(tmp_path: Path) -> None:
         "--tmpfs", "/tmp",
         "--unshare-pid",
         "--unshare-ipc",
+        *identity,
         "--die-with-parent",
         "--ro-bind",
     ]  # fmt: skip
@@ -172,17 +177,53 @@ def test_a_read_only_step_writes_only_its_copy_and_keeps_what_it_was_asked_for(
 @needs_bwrap
 @pytest.mark.skipif(memory_budget(MEMORY) is None, reason=f"{MEMORY} has no room here")
 def test_a_read_only_step_works_in_memory_where_there_is_room(tmp_path: Path) -> None:
-    """The layer is copied into /dev/shm (performance.md: on disk the copy can cost 40-80
-    ms a step), and what the step sees there is its worktree."""
+    """The layer goes in /dev/shm (performance.md: on disk a copy can cost 40-80 ms a
+    step), an overlay where the kernel allows one, and what the step sees there is its
+    worktree."""
     place = place_in(tmp_path)
     argv = ["sh", "-c", 'stat -f -c %T . && cat file.txt && echo > "$0"', "new.txt"]
     with contain(resolve("required", os.environ), place, argv, {}, writable=False) as box:
         layer = box.layer
         result = run_step(box.argv, place.worktree, box.env, b"", 30)
     assert result.exit_code == 0, result.output_tail
-    assert result.output_tail.splitlines() == ["tmpfs", "tracked"]
-    assert layer is not None and layer.parent.parent == MEMORY and not layer.exists()
+    kind = "overlayfs" if overlay_works(MEMORY) else "tmpfs"
+    assert result.output_tail.splitlines() == [kind, "tracked"]
+    assert layer is not None and layer.parent == MEMORY and not layer.exists()
     assert not (place.worktree / "new.txt").exists()
+
+
+@needs_bwrap
+@pytest.mark.parametrize("overlay", [True, False], ids=["overlay", "copy"])
+def test_a_read_only_step_deletes_renames_and_chmods_only_its_layer(
+    tmp_path: Path, overlay: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What a judge may do to its layer (remove a tracked file and a folder, rename a
+    folder of the worktree, take permissions away) never reaches the worktree, whichever
+    kind of layer it has (the overlay's deletions are whiteouts in its upper folder)."""
+    if not overlay:
+        monkeypatch.setattr(layers, "overlay_works", lambda parent, then: None)
+    elif overlay_works(MEMORY) is None:
+        need_tool("an overlay in a user namespace (Linux 5.11, util-linux 2.38)")
+    place = place_in(tmp_path)
+    (place.worktree / "src" / "pkg").mkdir(parents=True)
+    (place.worktree / "src" / "pkg" / "mod.py").write_text("x = 1\n")
+    script = (
+        "rm file.txt && rm -r src/pkg && mkdir -p src/pkg && mv src renamed && "
+        "chmod 0 renamed && echo new > new.txt && ls -A"
+    )
+    with contain(
+        resolve("required", os.environ), place, ["sh", "-c", script], {}, writable=False
+    ) as box:
+        assert box.layer is not None
+        shown = box.layer
+        assert box.argv[0].endswith("unshare") == overlay
+        result = run_step(box.argv, place.worktree, box.env, b"", 30)
+    assert result.exit_code == 0, result.output_tail
+    assert result.output_tail.split() == ["new.txt", "renamed"]
+    assert (place.worktree / "file.txt").read_text() == "tracked\n"
+    assert (place.worktree / "src" / "pkg" / "mod.py").read_text() == "x = 1\n"
+    assert sorted(p.name for p in place.worktree.iterdir()) == ["file.txt", "src"]
+    assert not shown.exists()
 
 
 @needs_bwrap
@@ -471,3 +512,54 @@ def test_a_contained_build_cannot_use_the_ssh_agent(hidden_world: HiddenWorld) -
     """Not even with the socket's path named: the folder it is in is empty inside."""
     seen = hidden_world.seen(resolve("required", os.environ))["the folder of SSH_AUTH_SOCK"]
     assert seen.startswith("ssh-add exit 2: Error connecting to agent: No such file or directory")
+
+
+ROOT_IN_A_NAMESPACE = r"""
+import os, sys
+from pathlib import Path
+from harness.loop.contain.sandbox import Place, _identity, contain, resolve
+from harness.loop.steps import run_step
+root = Path(sys.argv[1])
+wt = root / ".harness" / "worktrees" / "g1"
+place = Place("g1", wt, root, root / ".git", wt.parent, {"HOME": sys.argv[2]})
+step = "grep -E '^CapEff' /proc/self/status; mount -o remount,rw / && echo REMOUNTED"
+print(" ".join(_identity(resolve("required", os.environ).bwrap or "")[0]))
+for writable in (True, False):
+    with contain(resolve("required", os.environ), place, ["sh", "-c", step], {}, writable=writable) as box:
+        print(run_step(box.argv, wt, box.env, b"", 30).output_tail, end="")
+"""
+
+
+@needs_bwrap
+@needs_command("unshare", "util-linux")
+def test_a_runner_that_is_root_in_a_user_namespace_gives_its_steps_no_capability(
+    tmp_path: Path,
+) -> None:
+    """Root in a user namespace whose /proc bwrap cannot mount again in a nested one (a
+    container's, made here by bwrap as systemd's user manager makes one): the step is root
+    of the runner's namespace, with every capability dropped, a build and a judge."""
+    place = place_in(tmp_path)
+    bwrap = shutil.which("bwrap")
+    assert bwrap is not None
+    checkout = os.fspath(Path(__file__).parents[2])
+    argv = [bwrap, "--unshare-user", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+            "--tmpfs", "/tmp", "--bind", os.fspath(tmp_path), os.fspath(tmp_path),
+            *(arg for path in _under_tmp(sys.prefix, checkout) for arg in ("--ro-bind", path, path)),
+            "--", sys.executable, "-c", ROOT_IN_A_NAMESPACE,
+            os.fspath(place.repo_root), os.fspath(tmp_path / "home")]  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": checkout}
+    done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=60)
+    assert done.returncode == 0, done.stderr
+    identity, *lines = done.stdout.splitlines()
+    assert identity == "--cap-drop ALL"  # the fallback this test is about
+    assert "REMOUNTED" not in lines
+    # No effective capability (the bounding set stays; no_new_privs and bwrap's securebits
+    # keep an exec from gaining any, as the grep and mount here show).
+    effective = [line.split()[1] for line in lines if line.startswith("CapEff")]
+    assert effective == ["0000000000000000"] * 2, done.stdout
+
+
+def _under_tmp(*paths: str) -> list[str]:
+    return sorted(
+        {os.fspath(Path(p).resolve()) for p in paths if Path(p).resolve().is_relative_to("/tmp")}
+    )

@@ -1,4 +1,4 @@
-"""loop/sockets.py: the host's Unix sockets a contained step cannot connect to.
+"""loop/contain/sockets.py: the host's Unix sockets a contained step cannot connect to.
 
 Real servers: a socket the test listens on in a folder of its own under /run (as root, as
 the suite runs in CI), an abstract socket, and real contained steps that try to connect.
@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.loop import sockets
-from harness.loop.sandbox import Place, Sandbox, contain
+from harness.loop.contain import sockets
+from harness.loop.contain.sandbox import Place, Sandbox, contain
 from harness.loop.steps import run_step
 from tests.loop.test_sandbox import place_in, run_contained
 from tests.tools import need_tool, needs_bwrap

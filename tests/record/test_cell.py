@@ -162,6 +162,17 @@ def _signed(raw: dict[str, Any]) -> bytes:
         (lambda r: r["limit"].update(turns="9"), "limit.turns: '9' is not a valid budget amount"),
         (lambda r: r["limit"].update(turns=True), "limit.turns: True is not a valid budget amount"),
         (lambda r: r.update(status="bogus"), "unknown status 'bogus'"),
+        (lambda r: r.update(step="deploy"), "step: unknown step 'deploy'"),
+        (lambda r: r.update(steps=["build", "deploy"]), "steps: unknown step 'deploy'"),
+        (
+            lambda r: r.update(
+                in_flight={"step": "x", "iteration": 1, "call_id": "c", "base": "b"}
+            ),
+            "in_flight.step: unknown step 'x'",
+        ),
+        (lambda r: r.update(gate="asleep"), "gate: unknown gate reason 'asleep'"),
+        (lambda r: r.update(gate="destructive:"), "gate: unknown gate reason 'destructive:'"),
+        (lambda r: r.update(run_ended="running"), "run_ended: 'running' is not how a run ends"),
         (lambda r: r.pop("position"), "fields are malformed \\('position'\\)"),
         (lambda r: r.update(rule_counts=[]), "rule_counts must be a mapping"),
         (lambda r: r.update(rule_counts={"config:0": {"hits": -1, "warned": 0}}), "counts"),
@@ -181,6 +192,12 @@ def test_signed_but_malformed_cells_are_refused(
     change(raw)
     with pytest.raises(TrustFailure, match=message):
         parse_cell(_signed(raw), "s", "g1", KEY)
+
+
+@pytest.mark.parametrize("gate", ["ship", "secret_in_change", "destructive:payments"])
+def test_a_signed_cell_at_any_gate_reason_loads(gate: str) -> None:
+    raw = {"v": 1, **fold("g1", [started()]).to_dict(), "status": "parked_at_eyes", "gate": gate}
+    assert parse_cell(_signed(raw), "s", "g1", KEY).gate == gate
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.record.events import EVENT_DATA, EVENT_TYPES, GATE_REASONS, STATUSES, EventType
+from harness.record.events import EVENT_DATA, EVENT_TYPES, GATE_WORDS, STATUSES, EventType
 from harness.record.fold import FOLD
 from harness.record.render import DESCRIBE
 from harness.record.report.collect import HANDLERS
@@ -40,7 +40,7 @@ def test_statuses_and_gates_are_the_contracts() -> None:
         "failed",
         "cancelled",
     )
-    assert set(GATE_REASONS) == {
+    assert set(GATE_WORDS) == {
         "ship",
         "ship_outcome_unknown",
         "ship_failed",

@@ -9,6 +9,7 @@ import pytest
 
 from harness.errors import InvalidInput, TrustFailure
 from harness.trust.approvals import (
+    Approval,
     SignedRecord,
     append_record,
     find_run_approval,
@@ -158,6 +159,22 @@ def record_of(statement: Statement, key: Key, index: int = 1) -> SignedRecord:
 def test_verify_record_names_the_owner(keys: dict[str, Key], owners: tuple[Owner, ...]) -> None:
     verdict = verify_record(record_of(RUN, keys["carol"]), owners, APPROVAL)
     assert verdict.principals == ("carol@example.com",)
+
+
+def test_a_verdict_names_what_its_approval_fixes(
+    keys: dict[str, Key], owners: tuple[Owner, ...]
+) -> None:
+    record = record_of(SHIP, keys["carol"])
+    approval = verify_record(record, owners, APPROVAL).approval
+    assert approval == Approval(
+        goal=GOAL,
+        goal_sha256=SHA,
+        decision="ship",
+        commit=SHIP.commit,
+        ledger=SHIP.ledger,
+        signers=("carol@example.com",),
+        signature_sha256=hashlib.sha256(record.armored.encode()).hexdigest(),
+    )
 
 
 def test_verify_record_refuses_a_key_not_in_owners(

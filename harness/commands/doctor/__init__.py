@@ -31,7 +31,7 @@ from harness.commands.doctor.machine import (
 from harness.commands.doctor.repository import config_check, repository, repository_checks
 from harness.commands.doctor.secret_checks import secret_check, secret_file
 from harness.errors import InvalidInput, TrustFailure
-from harness.loop.agents_support import SUPPORTED
+from harness.loop.agents.support import SUPPORTED
 from harness.record.visible import line
 
 __all__ = ["Finding", "doctor", "exit_code", "parse_git_version", "run_checks"]

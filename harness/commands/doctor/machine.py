@@ -11,7 +11,7 @@ from pathlib import Path
 
 from harness.commands.doctor.findings import OK, WARN, Finding, fail
 from harness.errors import InvalidInput, TrustFailure
-from harness.loop.agents_support import AgentCli, probe
+from harness.loop.agents.support import AgentCli, probe
 from harness.model.config import Config
 from harness.store.gitrepo import run_git
 
@@ -21,7 +21,7 @@ MIN_GIT = (2, 31)
 
 
 def sandbox_check(config: Config | None, env: Mapping[str, str]) -> Finding:
-    from harness.loop.sandbox import FIX, resolve
+    from harness.loop.contain.sandbox import FIX, resolve
 
     try:
         sandbox = resolve(config.sandbox if config else None, env)

@@ -35,7 +35,6 @@ class CodexParser(Parser):
         self.summary: str | None = None
         self.session: str | None = None
         self.errors: list[str] = []  # the first and the last few, for the record
-        self.error_count = 0
         self.failure: str | None = None  # the last error since the last completed turn
 
     def line(self, text: str) -> None:
@@ -59,7 +58,6 @@ class CodexParser(Parser):
 
     def _error(self, kind: str, event: dict[str, Any]) -> None:
         message = _message(event)
-        self.error_count += 1
         text = f"{kind}: {message}" if message else kind
         if len(self.errors) < 4:
             self.errors.append(text)

@@ -76,9 +76,3 @@ def session(value: Any) -> str | None:
 
 def bounded(text: str) -> str:
     return text if len(text) <= MAX_ERROR_CHARS else text[: MAX_ERROR_CHARS - 1] + "…"
-
-
-def add_tokens(left: Tokens | None, right: Tokens | None) -> Tokens | None:
-    if left is None or right is None:
-        return left or right
-    return (left[0] + right[0], left[1] + right[1], left[2] + right[2])

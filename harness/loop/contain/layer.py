@@ -1,12 +1,16 @@
-"""A read-only step's throw-away layer: a copy of the worktree the step may write, bound at
+"""A read-only step's throw-away layer: what the step may write over its worktree, bound at
 the worktree's path by the sandbox and removed after the step (docs/specs/sandbox.md,
 "Read-only steps and the throw-away layer").
 
-The copy goes in memory (`/dev/shm`) when that has room, since there 276 files copy in a
-few milliseconds where the disk can take 40-80 ms (performance.md); else in the temporary
-folder. Each layer's folder is held with `flock` while its step runs, so a later layer
-can tell the folder of a killed run (unlocked, older than a minute) from a live one and
-remove it: a layer left in memory would otherwise hold that memory until the next boot.
+Where the kernel lets an unprivileged user mount overlayfs in a user namespace of its own
+(Linux 5.11 and later) and util-linux's `unshare` and `setpriv` can set one up, the layer is
+an overlay: the worktree is its read-only lower half and the step's writes go to an empty
+upper folder, so no file is copied (`overlay_works` tries it once per folder). Elsewhere it
+is a copy of the worktree. Either goes in memory (`/dev/shm`) when that has room, else in
+the temporary folder. Each layer's folder is held with `flock` while its step runs, so a
+later layer can tell the folder of a killed run (unlocked, older than a minute) from a live
+one and remove it: a layer left in memory would otherwise hold that memory until the next
+boot.
 """
 
 from __future__ import annotations
@@ -15,10 +19,12 @@ import contextlib
 import errno
 import fcntl
 import os
+import shutil
 import stat
+import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
@@ -42,14 +48,27 @@ class LayerFailure(Exception):
 
 @dataclass
 class Layer:
-    """One layer's folder (`work` inside it is the copy), locked while it is open."""
+    """One layer's folder, locked while it is open: `work` inside it is the copy, or for an
+    overlay (`mount` set) the folder the overlay is mounted on inside the step's namespace,
+    with the step's writes in `upper`."""
 
     folder: Path
     fd: int
+    mount: Overlay | None = None
 
     @property
     def work(self) -> Path:
-        return self.folder / "work"
+        return self.folder / ("merged" if self.mount else "work")
+
+    @property
+    def written(self) -> Path:
+        """Where the files the step wrote are found after it ended (an overlay is mounted
+        only in the step's own namespace, so outside it `work` is an empty folder)."""
+        return self.folder / "upper" if self.mount else self.work
+
+    def wrap(self, argv: Sequence[str]) -> list[str]:
+        """The step's command line (bwrap's), run where the overlay is mounted."""
+        return list(argv) if self.mount is None else self.mount.argv(self.folder, argv)
 
     def remove(self) -> None:
         try:
@@ -59,23 +78,36 @@ class Layer:
 
 
 @contextlib.contextmanager
-def layer_of(worktree: Path, memory: Path = MEMORY) -> Iterator[Layer]:
-    """A copy of `worktree`, ignored files included (a judge needs its virtualenv), removed
-    when the block ends."""
-    layer = make_layer(worktree, memory)
+def layer_of(
+    worktree: Path, memory: Path = MEMORY, *, overlay: Sequence[str] | None = ()
+) -> Iterator[Layer]:
+    """A layer over `worktree`, ignored files included (a judge needs its virtualenv),
+    removed when the block ends; `overlay` as `make_layer` takes it."""
+    layer = make_layer(worktree, memory, overlay=overlay)
     try:
         yield layer
     finally:
         layer.remove()
 
 
-def make_layer(worktree: Path, memory: Path = MEMORY) -> Layer:
-    """In `memory` if it has room for the copy and a step's writes, else on disk. Both
-    places are first swept of what killed runs left, wherever this layer goes."""
+def make_layer(
+    worktree: Path, memory: Path = MEMORY, *, overlay: Sequence[str] | None = ()
+) -> Layer:
+    """In `memory` if it has room for the copy and a step's writes, else on disk; an
+    overlay where one works there, else a copy. `overlay` is the command that must also
+    work inside the overlay's namespace (the sandbox's own check), or None for a copy only.
+    Both places are first swept of what killed runs left, wherever this layer goes."""
     disk = Path(tempfile.gettempdir())
     for parent in dict.fromkeys((memory, disk)):
         sweep(parent)
     budget = memory_budget(memory)
+    for parent in [memory] * (budget is not None) + [disk]:
+        mount = None if overlay is None else overlay_works(parent, overlay)
+        if mount is not None:
+            try:
+                return overlay_layer(parent, worktree, mount)
+            except OSError as exc:
+                raise LayerFailure(_why(exc, worktree)) from exc
     if budget is not None:
         layer = try_layer(memory, worktree, budget)
         if layer is not None:
@@ -135,6 +167,110 @@ def try_layer(parent: Path, worktree: Path, budget: int | None) -> Layer | None:
             return None
         raise LayerFailure(_why(exc, worktree)) from exc  # on disk it would fail too
     return layer
+
+
+# ---- an overlay over the worktree -----------------------------------------------------------
+
+# Run by `sh` in a user and mount namespace of the runner's own (`unshare`): in the layer's
+# folder ($1), mount the overlay with relative paths (so no path needs escaping in mount's
+# options; `lower` is a link to the worktree) and `userxattr` (its own bookkeeping in user
+# extended attributes: without it, removing a folder of the worktree fails with EIO in a
+# user namespace), then drop every capability (`setpriv`, $3)
+# and become the step's own command line (bwrap's). An overlay that cannot be mounted ends
+# the step as a layer that cannot be made does (sandbox.md).
+_MOUNT_SCRIPT = (
+    'cd "$1" && "$2" -n -t overlay overlay -o userxattr,lowerdir=lower,upperdir=upper,workdir=scratch '
+    "merged || { echo \"harness: the read-only step's overlay over the worktree could not be "
+    'mounted" >&2; exit 126; }; shift 2; exec "$@"'
+)
+
+
+@dataclass(frozen=True)
+class Overlay:
+    """The programs that mount an overlay in a namespace of the runner's own."""
+
+    unshare: str
+    mount: str
+    setpriv: str
+
+    def argv(self, folder: Path, argv: Sequence[str]) -> list[str]:
+        # --keep-caps: the capabilities the new user namespace gives survive into `sh` and
+        # `mount` (a runner that is not root loses them at exec otherwise); `setpriv` drops
+        # them again before bwrap, which refuses to start with capabilities it did not ask
+        # for, and gives the step none (`--unshare-user --cap-drop ALL`, sandbox.py).
+        return [
+            self.unshare, "--user", "--map-current-user", "--mount", "--keep-caps", "--",
+            "/bin/sh", "-c", _MOUNT_SCRIPT, "sh", os.fspath(folder), self.mount,
+            self.setpriv, "--inh-caps=-all", "--ambient-caps=-all", "--", *argv,
+        ]  # fmt: skip
+
+
+_TRIED: dict[tuple[str, tuple[str, ...]], Overlay | None] = {}
+
+
+def overlay_works(parent: Path, then: Sequence[str] = ()) -> Overlay | None:
+    """The programs to mount an overlay with upper folders under `parent`, or None when
+    that does not work here (an older kernel or util-linux, user namespaces refused, a file
+    system overlayfs cannot write to) or `then` fails in its namespace (bwrap, which a
+    runner that is root in a user namespace of its own cannot start in a nested one);
+    tried once per folder and command a process uses."""
+    key = (os.fspath(parent), tuple(then))
+    if key not in _TRIED:
+        _TRIED[key] = _try_overlay(parent, then)
+    return _TRIED[key]
+
+
+def _try_overlay(parent: Path, then: Sequence[str]) -> Overlay | None:
+    found = [shutil.which(name) for name in ("unshare", "mount", "setpriv")]
+    if None in found or not os.path.exists("/bin/sh"):
+        return None
+    unshare, mount, setpriv = (str(path) for path in found)
+    candidate = Overlay(unshare, mount, setpriv)
+    try:
+        probe = Path(tempfile.mkdtemp(prefix=PREFIX, dir=parent))
+    except OSError:
+        return None
+    try:
+        (probe / "lower" / "folder").mkdir(parents=True)
+        (probe / "lower" / "folder" / "seen").touch()
+        layer = _overlay_folders(probe / "layer", probe / "lower")
+        step = 'test -e merged/folder/seen && rm -r merged/folder && : > merged/new && "$@"'
+        argv = candidate.argv(layer, ["/bin/sh", "-c", step, "sh", *(then or ["true"])])
+        done = subprocess.run(
+            argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=15, check=False
+        )
+        works = done.returncode == 0 and (layer / "upper" / "new").exists()
+    except (OSError, subprocess.SubprocessError):
+        works = False
+    finally:
+        remove_tree(probe)
+    return candidate if works else None
+
+
+def overlay_layer(parent: Path, worktree: Path, mount: Overlay) -> Layer:
+    """An overlay layer over `worktree` in a new folder under `parent`."""
+    folder = Path(tempfile.mkdtemp(prefix=PREFIX, dir=parent))
+    try:
+        layer = Layer(folder, _locked(folder), mount)
+    except OSError:
+        remove_tree(folder)
+        raise
+    try:
+        _overlay_folders(folder, worktree)
+    except OSError:
+        layer.remove()
+        raise
+    return layer
+
+
+def _overlay_folders(folder: Path, lower: Path) -> Path:
+    folder.mkdir(mode=0o700, exist_ok=True)
+    for name in ("upper", "scratch", "merged"):
+        (folder / name).mkdir(mode=0o700)
+    # The upper folder's mode is the merged root's: the worktree's, as a copy keeps it.
+    os.chmod(folder / "upper", stat.S_IMODE(os.stat(lower).st_mode))
+    os.symlink(os.fspath(lower.resolve()), folder / "lower")
+    return folder
 
 
 def _locked(folder: Path) -> int:

@@ -32,14 +32,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.errors import InvalidInput, TrustFailure, invalid
-from harness.loop.layer import layer_of
-from harness.loop.sockets import hide_bound, hide_run
+from harness.loop.contain.layer import layer_of
+from harness.loop.contain.sockets import hide_bound, hide_run
 from harness.model.config import SANDBOX_MODES, Bind, SandboxMode
 from harness.record.events import Containment
 from harness.store.gitrepo import Repo
 from harness.trust.secret import ENV_SECRET_FILE, default_secret_file
 
 ENV_SANDBOX = "HARNESS_SANDBOX"
+ENV_LAYER = "HARNESS_LAYER"  # `copy`: a read-only step's layer is a copy, never an overlay
 FIX = (
     "install bubblewrap (apt-get install bubblewrap); on Ubuntu 24.04 let it make user "
     "namespaces (an AppArmor profile for /usr/bin/bwrap, or "
@@ -58,6 +59,7 @@ class Sandbox:
     containment: Containment
     bwrap: str | None = None
     reason: str = ""  # why steps are not contained, for the record, status and doctor
+    overlay: bool = True  # a read-only step's layer may be an overlay (HARNESS_LAYER)
 
     @property
     def on(self) -> bool:
@@ -93,11 +95,18 @@ def resolve(configured: SandboxMode | None, env: Mapping[str, str]) -> Sandbox:
     bwrap = shutil.which("bwrap", path=env.get("PATH", os.defpath))
     problem = "bwrap is not installed (not on PATH)" if bwrap is None else probe(bwrap)
     if bwrap is not None and problem is None:
-        return Sandbox(mode, "bwrap", bwrap)
+        return Sandbox(mode, "bwrap", bwrap, overlay=_layer_setting(env))
     assert problem is not None
     if mode == "required":
         raise TrustFailure(f".harness/config.yaml: sandbox: required, but {problem}; {FIX}")
     return Sandbox(mode, "unavailable", reason=problem)
+
+
+def _layer_setting(env: Mapping[str, str]) -> bool:
+    value = env.get(ENV_LAYER, "")
+    if value not in ("", "auto", "copy"):
+        raise invalid("environment", ENV_LAYER, f"{value!r} is not a layer kind", "auto or copy")
+    return value != "copy"
 
 
 def notice(configured: SandboxMode | None, env: Mapping[str, str]) -> str | None:
@@ -124,14 +133,47 @@ def offline_refusal(sandbox: Sandbox, offline: Sequence[str], source: str) -> Tr
     )
 
 
-@functools.cache
 def probe(bwrap: str) -> str | None:
     """None when `bwrap` can make the namespaces a step needs, else what went wrong."""
-    true = shutil.which("true") or "/bin/true"
-    argv = [bwrap, *_base_args(), "--", true]
+    return _identity(bwrap)[1]
+
+
+NOBODY = "65534"
+# Whose the step is, and with which capabilities (none): in a user namespace of its own,
+# also when the runner is root, since bwrap otherwise hands a root caller's capabilities to
+# the step, which could then remount / writable or unmount what hides the secret
+# (tests/attacks/test_sandbox.py). A root runner's step is `nobody` there, which is root
+# outside: it owns what root owns, and an agent's own sandbox (codex's bubblewrap) starts
+# inside ours as for any other user, which as uid 0 without capabilities it cannot. Where a
+# root runner is itself in a user namespace (a rootless container), bwrap cannot mount the
+# step's /proc in a nested one: the step is then root without capabilities, in the
+# runner's namespace.
+_OWN_NAMESPACE = ("--unshare-user", "--cap-drop", "ALL")
+_ROOT_AS_NOBODY = ("--unshare-user", "--uid", NOBODY, "--gid", NOBODY, "--cap-drop", "ALL")
+_ROOT_WITHOUT_CAPS = ("--cap-drop", "ALL")
+
+
+@functools.cache
+def _identity(bwrap: str) -> tuple[tuple[str, ...], str | None]:
+    """The identity arguments that work here, and None; else () and what went wrong."""
+    tried = [_ROOT_AS_NOBODY, _ROOT_WITHOUT_CAPS] if os.getuid() == 0 else [_OWN_NAMESPACE]
+    problem = None
+    for identity in tried:
+        problem = _try(bwrap, identity)
+        if problem is None:
+            return identity, None
+    return (), problem
+
+
+def _check_argv(bwrap: str, identity: tuple[str, ...]) -> list[str]:
+    """A step of `true` under `bwrap`: what the probe runs, and inside a layer's overlay."""
+    return [bwrap, *_base_args(identity), "--", shutil.which("true") or "/bin/true"]
+
+
+def _try(bwrap: str, identity: tuple[str, ...]) -> str | None:
     try:
         done = subprocess.run(
-            argv,
+            _check_argv(bwrap, identity),
             stdin=subprocess.DEVNULL,
             capture_output=True,
             timeout=_PROBE_TIMEOUT_S,
@@ -146,7 +188,7 @@ def probe(bwrap: str) -> str | None:
     return f"{bwrap} does not work here: {lines[-1] if lines else f'exit {done.returncode}'}"
 
 
-def _base_args() -> list[str]:
+def _base_args(identity: tuple[str, ...]) -> list[str]:
     # No --new-session: the step has no terminal (steps.run_step starts it in its own
     # session), and a second setsid would take it out of the group the harness signals.
     return [
@@ -156,6 +198,7 @@ def _base_args() -> list[str]:
         "--tmpfs", "/tmp",
         "--unshare-pid",
         "--unshare-ipc",
+        *identity,
         "--die-with-parent",
     ]  # fmt: skip
 
@@ -325,7 +368,7 @@ def bwrap_argv(
     `network`, the step has a network namespace of its own (only its own loopback)."""
     worktree = os.fspath(place.worktree.resolve())
     home = place.home()
-    args = [bwrap, *_base_args(), *([] if network else ["--unshare-net"])]
+    args = [bwrap, *_base_args(_identity(bwrap)[0]), *([] if network else ["--unshare-net"])]
     args += hide_run(network, place.hidden())  # the host's sockets (sockets.py)
     # The repository, or the Python the harness runs from (a venv a step's `python` may be),
     # may be under /tmp, which the tmpfs hides: show them again, read-only.
@@ -371,12 +414,13 @@ _RECORD_DIRS = {".claude": "CLAUDE_CONFIG_DIR", ".codex": "CODEX_HOME"}
 
 @dataclass
 class Contained:
-    """One step's command line, and (for a read-only step) its throw-away layer."""
+    """One step's command line, and (for a read-only step) its throw-away layer's folder."""
 
     argv: list[str]
     env: dict[str, str]
     layer: Path | None = None
     host_env: dict[str, str] = field(default_factory=dict)  # for reading its records
+    bwrap: bool = False  # `argv` runs the command under bwrap (steps.run_step's `bwrap`)
 
     @property
     def records_env(self) -> dict[str, str]:
@@ -423,13 +467,17 @@ def contain(
             return
         assert sandbox.bwrap is not None
         place.home().mkdir(parents=True, exist_ok=True, mode=0o700)
-        layer = None if writable else stack.enter_context(layer_of(place.worktree)).work
-        work = place.worktree if layer is None else layer
+        check = _check_argv(sandbox.bwrap, _identity(sandbox.bwrap)[0]) if sandbox.overlay else None
+        layer = None if writable else stack.enter_context(layer_of(place.worktree, overlay=check))
+        work = place.worktree if layer is None else layer.work
         full = bwrap_argv(sandbox.bwrap, place, argv, work=work, scratch=scratch, network=network)
-        yield Contained(full, contained_env(env, place), layer, _host_env(place, env))
+        if layer is not None:
+            full = layer.wrap(full)
+        shown = None if layer is None else layer.folder
+        yield Contained(full, contained_env(env, place), shown, _host_env(place, env), bwrap=True)
         if layer is not None:
             for rel in keep:
-                _copy_out(layer, place.worktree, rel)
+                _copy_out(layer.written, place.worktree, rel)
 
 
 def _copy_out(layer: Path, worktree: Path, rel: str) -> None:
