@@ -25,6 +25,10 @@ from typing import IO, TextIO
 from harness.record.visible import block
 from harness.trust.secret import ENV_SECRET, ENV_SECRET_FD
 
+# A worker's exit codes for SIGINT and SIGTERM (errors.Interrupted): the run is being
+# stopped, and this thread may see it before the main thread runs its signal handler.
+STOPPED = (130, 143)
+
 
 def run_parallel(
     root: Path,
@@ -64,6 +68,8 @@ def run_parallel(
                 if code is None:  # the worker died on this goal: its exit code is the goal's
                     codes[index] = worker.close()
                     worker = None
+                    if codes[index] in STOPPED:  # ^C reached it: before it reaches us, maybe
+                        stopping.set()
                 else:
                     codes[index] = code
         finally:

@@ -154,3 +154,35 @@ def test_interrupted_jobs_start_no_new_worker(managed: ManagedFactory) -> None:
     assert proc.returncode == 130
     time.sleep(1)
     assert len(workers.read_text().split()) == 2
+
+
+def test_a_worker_stopped_before_its_run_hears_the_signal_starts_no_new_one(
+    managed: ManagedFactory,
+) -> None:
+    """The race behind the test above: ^C reaches the workers and the run at once, and a
+    worker's end can wake its thread before the run's main thread handles the signal. Here
+    only the workers are signalled, so that order is certain: a worker stopped by SIGINT
+    (exit 130) stops the run's slots too, and the goals not yet started stay unstarted."""
+    note = 'echo $PPID >> "$TEST_COUNTER_DIR/workers"; sleep 20'
+    repo = managed(goal=_sh_goal("g1", note))
+    _add_goals(repo, [_sh_goal(f"w{n}", note) for n in range(1, 4)])
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "harness", "run", "--jobs", "2"],
+        cwd=repo.root,
+        env={**repo.env, "HARNESS_SANDBOX": "off"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    workers = repo.counters / "workers"
+    wait_for(lambda: workers.is_file() and len(workers.read_text().split()) == 2, seconds=60)
+    for pid in {int(line) for line in workers.read_text().split()}:
+        os.kill(pid, signal.SIGINT)
+    try:
+        proc.communicate(timeout=15)
+    finally:
+        proc.kill()
+    time.sleep(1)
+    assert len(workers.read_text().split()) == 2
+    assert proc.returncode == 130
