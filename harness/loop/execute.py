@@ -1,6 +1,6 @@
 """Running one step's command: its prompt and variables, its place and its containment.
 
-A build runs in the goal's worktree; every other step on a throw-away copy of it, the ship
+A build runs in the goal's worktree; every other step on a throw-away layer over it, the ship
 step on a fresh checkout of the signed commit (sandbox.md). The command runs under the
 run's sandbox, its children recorded (a killed run ends them) and its progress shown; a
 build's spend is read from its output as it runs. What its result does is `finish`'s.
@@ -132,7 +132,7 @@ class StepCommands:
         work: Path | None = None,
         network: bool = True,
     ) -> contextlib.AbstractContextManager[Contained]:
-        """Only a build writes the worktree; every other step works on a throw-away copy,
+        """Only a build writes the worktree; every other step works on a throw-away layer,
         from which the judge's JUnit file is copied back. `work` is the folder the step runs
         in when it is not the goal's worktree (the ship step's checkout of the signed commit)."""
         self.rec.fresh = None  # a step command runs: what was staged is no longer known

@@ -363,7 +363,7 @@ def bwrap_argv(
     scratch: Path | None,
     network: bool = True,
 ) -> list[str]:
-    """`argv` under bwrap: `work` (the worktree itself or a throw-away copy) is mounted
+    """`argv` under bwrap: `work` (the worktree itself or a throw-away layer) is mounted
     writable at the worktree's path; everything else as the module docstring says. Without
     `network`, the step has a network namespace of its own (only its own loopback)."""
     worktree = os.fspath(place.worktree.resolve())
@@ -453,7 +453,8 @@ def contain(
     network: bool = True,
 ) -> Iterator[Contained]:
     """The step's argv and env, contained when the sandbox is on. A read-only step works on
-    a copy of the worktree (`layer.py`), deleted afterwards; the files named in `keep` (a
+    a throw-away layer over the worktree (`layer.py`: an overlay or a copy), removed
+    afterwards; the files named in `keep` (a
     JUnit report) are copied back into the worktree first, so the harness reads them where
     it always has."""
     with contextlib.ExitStack() as stack:
