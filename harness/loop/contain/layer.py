@@ -175,9 +175,9 @@ def try_layer(parent: Path, worktree: Path, budget: int | None) -> Layer | None:
 # folder ($1), mount the overlay with relative paths (so no path needs escaping in mount's
 # options; `lower` is a link to the worktree) and `userxattr` (its own bookkeeping in user
 # extended attributes: without it, removing a folder of the worktree fails with EIO in a
-# user namespace), then drop every capability (`setpriv`, $3)
-# and become the step's own command line (bwrap's). An overlay that cannot be mounted ends
-# the step as a layer that cannot be made does (sandbox.md).
+# user namespace), then become what follows: `setpriv`, which drops every capability, and
+# the step's own command line (bwrap's). An overlay that cannot be mounted ends the step as
+# a layer that cannot be made does (sandbox.md).
 _MOUNT_SCRIPT = (
     'cd "$1" && "$2" -n -t overlay overlay -o userxattr,lowerdir=lower,upperdir=upper,workdir=scratch '
     "merged || { echo \"harness: the read-only step's overlay over the worktree could not be "
