@@ -156,7 +156,9 @@ def run_git(
 def start_git(args: Sequence[str], cwd: Path, *, text: bool = False) -> subprocess.Popen[Any]:
     """A git process with the same environment and options as run_git, its output piped.
 
-    For a library that reads git's output itself (GitPython, for a push's answer).
+    For a library that reads git's output itself (GitPython, for a push's answer). In a
+    session of its own, as run_git's: a ^C or a stop sent to the run's process group is the
+    run's to handle, and must not kill a push half-way, reported as the stop's cause.
     """
     return subprocess.Popen(
         ["git", *safe_config(), *args],
@@ -167,6 +169,7 @@ def start_git(args: Sequence[str], cwd: Path, *, text: bool = False) -> subproce
         stderr=subprocess.PIPE,
         encoding="utf-8" if text else None,
         errors="replace" if text else None,
+        start_new_session=True,
     )
 
 

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from harness.errors import InvalidInput
-from harness.store.gitrepo import GitError, Repo, installed_git, run_git, safe_config
+from harness.store.gitrepo import GitError, Repo, installed_git, run_git, safe_config, start_git
 from harness.store.gitversion import fsync_config, git_version, needs_ref_fsync
 from harness.store.objects import ObjectReader
 from tests.tools import needs_command
@@ -312,3 +312,19 @@ def test_only_empty_files_under_an_object_name_are_dropped(repo: Path) -> None:
     writing.write_bytes(b"")
     assert Repo.discover(repo).drop_empty_objects() == ["ab" + "c" * 38]
     assert not cut.exists() and writing.exists()
+
+
+def test_a_git_process_for_a_library_has_a_session_of_its_own(tmp_path: Path) -> None:
+    """start_git's child (a push GitPython reads) is not in the run's process group, so a
+    ^C sent to that group (a terminal, systemd's stop) reaches only the run (issue 30)."""
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    child = start_git(["cat-file", "--batch"], tmp_path)
+    try:
+        assert os.getsid(child.pid) == child.pid != os.getsid(0)
+        assert os.getpgid(child.pid) != os.getpgid(0)
+    finally:
+        child.kill()
+        child.wait()
+        for stream in (child.stdout, child.stderr):
+            if stream is not None:
+                stream.close()
