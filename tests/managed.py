@@ -166,11 +166,20 @@ def counters_bound(files: dict[str, str], counters: Path) -> dict[str, str]:
     if "sandbox" in config or os.environ.get("HARNESS_SANDBOX", "auto") == "off":
         return files  # a test that names the mode (tests/e2e/test_sandbox.py) owns its binds
     text = files.get(CONFIG, "")
+    binds = [f"rw:{counters}", *_checkout_bind()]
     if text.lstrip().startswith("{"):  # a flow mapping (JSON): a key cannot be appended
-        return files | {CONFIG: json.dumps(config | {"sandbox_binds": [f"rw:{counters}"]})}
+        return files | {CONFIG: json.dumps(config | {"sandbox_binds": binds})}
     # Appended, not re-dumped: the test's own text (its `off`, its comments) stays as written.
-    bind = f"sandbox_binds: [{json.dumps('rw:' + str(counters))}]\n"
+    bind = f"sandbox_binds: {json.dumps(binds)}\n"
     return files | {CONFIG: text + ("\n" if text and not text.endswith("\n") else "") + bind}
+
+
+def _checkout_bind() -> list[str]:
+    """This checkout, read-only, where it lies under /tmp (a CI clone): the sandbox gives a
+    step a /tmp of its own, and the scripted agents and their captures are read from here.
+    A user's agent under /tmp is hidden the same way (sandbox.md)."""
+    checkout = Path(__file__).resolve().parents[1]
+    return [str(checkout)] if checkout.is_relative_to("/tmp") else []
 
 
 def git(cwd: Path, *args: str) -> str:
