@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import yaml
 
@@ -132,9 +133,9 @@ def test_worktrees_are_added_and_pruned_one_process_at_a_time(managed: ManagedFa
     assert repo.status()["status"] == "completed"
 
 
-def test_interrupted_jobs_start_no_new_worker(managed: ManagedFactory) -> None:
-    """^C on `run --jobs 2` (the whole process group, as a terminal sends it) stops the two
-    goals being advanced; the goals not yet started stay unstarted."""
+def _two_workers_busy(managed: ManagedFactory) -> tuple[subprocess.Popen[str], Path]:
+    """`run --jobs 2` over four goals whose builds wait 20 s, once both workers' builds have
+    started; the file where each build wrote its worker's pid."""
     note = 'echo $PPID >> "$TEST_COUNTER_DIR/workers"; sleep 20'
     repo = managed(goal=_sh_goal("g1", note))
     _add_goals(repo, [_sh_goal(f"w{n}", note) for n in range(1, 4)])
@@ -149,6 +150,13 @@ def test_interrupted_jobs_start_no_new_worker(managed: ManagedFactory) -> None:
     )
     workers = repo.counters / "workers"
     wait_for(lambda: workers.is_file() and len(workers.read_text().split()) == 2, seconds=60)
+    return proc, workers
+
+
+def test_interrupted_jobs_start_no_new_worker(managed: ManagedFactory) -> None:
+    """^C on `run --jobs 2` (the whole process group, as a terminal sends it) stops the two
+    goals being advanced; the goals not yet started stay unstarted."""
+    proc, workers = _two_workers_busy(managed)
     os.killpg(proc.pid, signal.SIGINT)
     proc.communicate(timeout=15)
     assert proc.returncode == 130
@@ -163,20 +171,7 @@ def test_a_worker_stopped_before_its_run_hears_the_signal_starts_no_new_one(
     worker's end can wake its thread before the run's main thread handles the signal. Here
     only the workers are signalled, so that order is certain: a worker stopped by SIGINT
     (exit 130) stops the run's slots too, and the goals not yet started stay unstarted."""
-    note = 'echo $PPID >> "$TEST_COUNTER_DIR/workers"; sleep 20'
-    repo = managed(goal=_sh_goal("g1", note))
-    _add_goals(repo, [_sh_goal(f"w{n}", note) for n in range(1, 4)])
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "harness", "run", "--jobs", "2"],
-        cwd=repo.root,
-        env={**repo.env, "HARNESS_SANDBOX": "off"},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
-    workers = repo.counters / "workers"
-    wait_for(lambda: workers.is_file() and len(workers.read_text().split()) == 2, seconds=60)
+    proc, workers = _two_workers_busy(managed)
     for pid in {int(line) for line in workers.read_text().split()}:
         os.kill(pid, signal.SIGINT)
     try:
