@@ -99,3 +99,22 @@ def test_revision_keeps_the_budget_and_extend_budget_crosses_its_gate(
     assert repo.count("build") == ["1", "2", "3"] and repo.count("judge") == ["3", "3"]
     assert _approval_count(repo) == 3
     repo.verified()
+
+
+def test_extend_budget_crosses_a_no_progress_gate(managed: ManagedFactory) -> None:
+    repo = managed(mode="nothing", goal=base_goal() | {"budget": {"max_iterations": 2}})
+    _stuck(repo)
+    key = str(repo.key.private)
+    # The budget is spent too: the report names the one decision that lets the goal go on,
+    # and a plain unpark (it would stop at budget_exhausted at once) is refused.
+    report = (repo.ledger_dir / "report.md").read_text()
+    assert "harness unpark g1 --key <owner key> --extend-budget iterations=N" in report
+    plain = repo.harness("unpark", "g1", "--key", key, check=2)
+    assert "expected --extend-budget iterations=4" in plain.stderr
+    assert _approval_count(repo) == 1
+    repo.harness("unpark", "g1", "--key", key, "--extend-budget", "iterations=3", check=0)
+    row = repo.status()
+    assert repo.count("build") == ["1", "2", "3"]  # the goal moved on past both gates
+    assert (row["gate"], row["budget_limit"]["iterations"]) == ("budget_exhausted", 3)
+    assert _approval_count(repo) == 2
+    repo.verified()
