@@ -38,6 +38,7 @@ from harness.trust.approvals import (
     load_approval_file,
 )
 from harness.trust.decisions import (
+    BUDGET_GATES,
     EXTENDABLE_GATES,
     REVISION_ONLY_GATES,
     SHIP_GATES,
@@ -283,22 +284,36 @@ def _decision_for(cell: Cell, goal_id: str, extend: str | None, *, ship: bool) -
             f"it (expected a higher cap under lifetime in goals/{goal_id}.yaml, approved)"
         )
     if extend is None:
-        if gate in EXTENDABLE_GATES:
-            key = _blocking(cell, gate)[0]
-            raise InvalidInput(
-                f"goal {goal_id}: waits at gate {gate} ({_spent(cell, key)}): a plain unpark"
-                f" would stop there again; it needs a budget (expected --extend-budget"
-                f" {key}={_suggest(cell, key)})"
-            )
+        _refuse_without_budget(cell, goal_id, gate)
         return f"unpark {gate}"
     if gate not in EXTENDABLE_GATES:
         raise InvalidInput(
-            f"--extend-budget: goal {goal_id} waits at gate {gate} "
-            f"(expected a gate of {', '.join(sorted(EXTENDABLE_GATES))})"
+            f"--extend-budget: goal {goal_id} waits at gate {gate}, which a budget does not"
+            f" cross (expected a plain `harness unpark {goal_id} --key KEY` here; a budget at"
+            f" a gate of {', '.join(sorted(EXTENDABLE_GATES))})"
         )
     decision = f"extend-budget {extend}"
     _check_extension(cell, gate, parse_extension(decision))
     return decision
+
+
+def _refuse_without_budget(cell: Cell, goal_id: str, gate: str) -> None:
+    """A plain unpark that would only stop the goal at a budget gate, at once: refused
+    before anything is signed, naming the extension that lets it go on."""
+    blocking = _blocking(cell, gate)
+    if not blocking:
+        return
+    key = blocking[0]
+    stop = "there again" if gate in BUDGET_GATES else f"at {_budget_gate(key)} next"
+    raise InvalidInput(
+        f"goal {goal_id}: waits at gate {gate} ({_spent(cell, key)}): a plain unpark"
+        f" would stop {stop}; it needs a budget (expected --extend-budget"
+        f" {key}={_suggest(cell, key)})"
+    )
+
+
+def _budget_gate(key: str) -> str:
+    return "max_passes" if key == "passes" else "budget_exhausted"
 
 
 def _check_extension(cell: Cell, gate: str, limits: dict[str, Any]) -> None:
@@ -321,10 +336,16 @@ def _check_extension(cell: Cell, gate: str, limits: dict[str, Any]) -> None:
 
 
 def _blocking(cell: Cell, gate: str) -> list[str]:
-    """The budget keys that hold the goal at its gate."""
+    """The budget keys that hold the goal at its gate, or would stop it at a budget gate
+    as soon as the gate is crossed (at no_progress, agent_unavailable: a build is next)."""
     if gate == "max_passes":
         return ["passes"]
-    return cell.exhausted() or ["iterations"]
+    if gate == "budget_exhausted":
+        return cell.exhausted() or ["iterations"]
+    if gate not in EXTENDABLE_GATES:
+        return []  # no build is next: the budget is checked again when one is
+    passes = ["passes"] if cell.used.passes >= cell.limit.passes else []
+    return passes + cell.exhausted()
 
 
 def _spent(cell: Cell, key: str) -> str:

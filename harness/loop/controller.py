@@ -152,7 +152,8 @@ class GoalRunner:
                 "objective": fit_text(self.goal.objective, 4000),
             }
             | recurrence(self.goal)
-            | self.command_hits(),
+            | self.command_hits()
+            | ({"fresh_try": True} if kind == "goal.revised" else {}),
         )
         self.recorder.checkpoint(kind.replace("goal.", "goal "))
 

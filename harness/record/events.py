@@ -124,6 +124,10 @@ class GoalStarted(TypedDict):
     owner_rules: NotRequired[dict[str, Literal["hit", "warned"]]]  # config rules that fired
     sandbox: NotRequired[Containment]
     objective: NotRequired[str | None]  # the objective's text, for the reports
+    # `goal.revised` only: the new version gets a fresh try (loop.md, "A revision"): the
+    # no-progress evidence starts again and a repair round re-runs the judge first. Absent
+    # in records written before it, whose revisions fold as they always did.
+    fresh_try: NotRequired[bool]
     # A recurring goal (`every:`): its interval in seconds and its lifetime caps (`cost_usd`,
     # `seconds`, `turns`, `runs`; a cap not named is absent); both absent for a one-shot goal.
     every_s: NotRequired[int]

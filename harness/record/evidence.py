@@ -18,6 +18,8 @@ SHOWN_DIFF_CHARS = 3000  # of that, in report.md and the HTML report
 TAIL_LINES = 30  # of a judge's, review's or ship step's output, in the reports
 SHIP_GATES = ("ship", "ship_outcome_unknown", "ship_failed")
 EXTEND_GATES = ("budget_exhausted", "max_passes")
+# Gates where a build is next once crossed: a spent budget needs raising in the same decision.
+BUILD_NEXT_GATES = ("no_progress", "agent_unavailable")
 
 
 def head_of(text: str, limit: int, rest: str) -> str:
@@ -63,7 +65,7 @@ def sign_command(cell: Cell, goal_id: str) -> str | None:
     key = "--key <owner key>"
     if gate in SHIP_GATES:
         return f"harness ship {goal_id} {key}"
-    if gate in EXTEND_GATES:
+    if gate in EXTEND_GATES or (gate in BUILD_NEXT_GATES and cell.exhausted()):
         return f"harness unpark {goal_id} {key} --extend-budget iterations=N"
     return f"harness unpark {goal_id} {key}"
 

@@ -128,7 +128,7 @@ def _commands_counted(cell: Cell, data: Mapping[str, Any]) -> tuple[RuleCount, .
 def _on_revised(cell: Cell, event: Event) -> Cell:
     data = event.data
     cell = _recurring(cell, event)
-    return replace(
+    cell = replace(
         cell,
         # Between two runs of a recurring goal the new version waits for the next run.
         status=cell.run_ended or "running",
@@ -147,6 +147,19 @@ def _on_revised(cell: Cell, event: Event) -> Cell:
         unavailable=None,  # a new version (perhaps a fixed agent command) gets fresh tries
         rule_counts=_commands_counted(cell, data),
     )
+    return _fresh_try(cell) if data.get("fresh_try") else cell
+
+
+def _fresh_try(cell: Cell) -> Cell:
+    """A revision's fresh try: the failures the old version judged are no evidence against
+    the new one, so the no-progress count starts again, and a repair build that was next
+    waits for the new judge's verdict on the tree as it is (perhaps it passes already).
+    The budget is the run's, kept (G2)."""
+    cell = replace(cell, no_progress_count=0, no_progress_fingerprint=None)
+    repair_next = cell.step == "build" and cell.failing_test is not None
+    if repair_next and cell.in_flight is None and cell.run_ended is None:
+        cell = replace(cell, step="judge", judge_passed=False, review_passed=False)
+    return cell
 
 
 def _on_step_started(cell: Cell, event: Event) -> Cell:
@@ -205,10 +218,13 @@ def _spend(cell: Cell, event: Event) -> Cell:
 def _repair(cell: Cell, failing: str | None, feedback: str | None, tree: str) -> Cell:
     fingerprint = hashlib.sha256(f"{failing}\0{tree}".encode()).hexdigest()
     same = fingerprint == cell.no_progress_fingerprint
+    # A judge re-run by a revision's fresh try comes before its round's build: the build it
+    # schedules is that round's, not a new one (no round of the budget is skipped).
+    built = cell.used.iterations >= cell.iteration
     return replace(
         cell,
         step="build",
-        iteration=cell.iteration + 1,
+        iteration=cell.iteration + 1 if built else cell.iteration,
         failing_test=failing,
         feedback=bounded(feedback),
         judge_passed=False,

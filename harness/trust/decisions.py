@@ -24,7 +24,13 @@ SHIP_GATES = frozenset({"ship", "ship_outcome_unknown", "ship_failed"})
 SHIP_ONLY_GATES = frozenset({"ship", "ship_failed"})
 # Crossed only by a newly approved goal version (a higher lifetime cap): no decision.
 REVISION_ONLY_GATES = frozenset({"lifetime_exhausted"})
-EXTENDABLE_GATES = frozenset({"budget_exhausted", "max_passes"})
+# Gates a spent budget stops at: only a decision with more budget crosses them.
+BUDGET_GATES = frozenset({"budget_exhausted", "max_passes"})
+# Gates that stop a goal for how it tries, not for what it did: `extend-budget` crosses
+# them as `unpark <gate>` would, with new limits (so one signature lets the goal go on when
+# its budget is spent too). A gate about what a step did (destructive, tamper, a secret, a
+# violation) is crossed only by a decision that names it.
+EXTENDABLE_GATES = BUDGET_GATES | {"no_progress", "agent_unavailable"}
 BUDGET_KEYS = {"iterations": int, "seconds": int, "cost_usd": float, "turns": int, "passes": int}
 
 

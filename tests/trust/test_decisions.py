@@ -66,7 +66,16 @@ def _owners(key: Key) -> tuple[Owner, ...]:
         ("ship", "budget_exhausted", False),
         ("extend-budget iterations=2", "budget_exhausted", True),
         ("extend-budget iterations=2", "max_passes", True),
-        ("extend-budget iterations=2", "no_progress", False),
+        # Gates of how the goal tries: a budget crosses them too (issue 30, item 5).
+        ("extend-budget iterations=2", "no_progress", True),
+        ("extend-budget iterations=2", "agent_unavailable", True),
+        # Gates of what a step did, or that only a ship or a revision crosses: never.
+        ("extend-budget iterations=2", "destructive:deploy", False),
+        ("extend-budget iterations=2", "tamper", False),
+        ("extend-budget iterations=2", "secret_in_change", False),
+        ("extend-budget iterations=2", "read_only_violation", False),
+        ("extend-budget iterations=2", "ship_outcome_unknown", False),
+        ("extend-budget iterations=2", "lifetime_exhausted", False),
         ("unpark no_progress", "no_progress", True),
         ("unpark destructive:deploy", "destructive:deploy", True),
         ("unpark destructive:deploy", "destructive:drop", False),
