@@ -24,6 +24,7 @@ from harness.record.cell import (
 from harness.record.events import AGENT_STEPS, EventType, Status, StepName
 from harness.record.ledger import Event
 from harness.record.position import Position
+from harness.record.revision import fresh_try, kept_deed_gate
 from harness.record.rulecounts import counted, fired_rules
 
 MAX_NOTE_CHARS = 8_000
@@ -127,6 +128,7 @@ def _commands_counted(cell: Cell, data: Mapping[str, Any]) -> tuple[RuleCount, .
 
 def _on_revised(cell: Cell, event: Event) -> Cell:
     data = event.data
+    before = cell
     cell = _recurring(cell, event)
     cell = replace(
         cell,
@@ -147,19 +149,9 @@ def _on_revised(cell: Cell, event: Event) -> Cell:
         unavailable=None,  # a new version (perhaps a fixed agent command) gets fresh tries
         rule_counts=_commands_counted(cell, data),
     )
-    return _fresh_try(cell) if data.get("fresh_try") else cell
-
-
-def _fresh_try(cell: Cell) -> Cell:
-    """A revision's fresh try: the failures the old version judged are no evidence against
-    the new one, so the no-progress count starts again, and a repair build that was next
-    waits for the new judge's verdict on the tree as it is (perhaps it passes already).
-    The budget is the run's, kept (G2)."""
-    cell = replace(cell, no_progress_count=0, no_progress_fingerprint=None)
-    repair_next = cell.step == "build" and cell.failing_test is not None
-    if repair_next and cell.in_flight is None and cell.run_ended is None:
-        cell = replace(cell, step="judge", judge_passed=False, review_passed=False)
-    return cell
+    if not data.get("fresh_try"):
+        return cell  # a revision recorded before fresh tries: folds as it always did
+    return kept_deed_gate(before, fresh_try(cell))
 
 
 def _on_step_started(cell: Cell, event: Event) -> Cell:
