@@ -54,7 +54,9 @@ def timed_step(sandbox: Sandbox, place: Place, argv: list[str], *, writable: boo
 
     started = time.perf_counter()
     with contain(sandbox, place, argv, dict(os.environ), writable=writable) as box:
-        result = run_step(box.argv, place.worktree, box.env, b"", 30.0)
+        result = run_step(
+            box.argv, place.worktree, box.env, b"", 30.0, bwrap=box.bwrap, prepare=box.prepare
+        )
         copied = box.layer is not None
     seconds = time.perf_counter() - started
     if result.exit_code != 0:

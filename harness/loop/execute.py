@@ -105,6 +105,7 @@ class StepCommands:
                         on_start=started,
                         on_stdout=meter.feed if meter else None,
                         bwrap=box.bwrap,
+                        prepare=box.prepare,
                     )
             except LayerFailure as exc:  # a read-only step without its copy cannot start
                 result = cannot_start(str(exc))

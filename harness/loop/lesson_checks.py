@@ -66,7 +66,13 @@ def _run_check(commands: StepCommands, lesson: Lesson) -> StepResult:
     try:
         with commands.contained("lesson-check", lesson.check, env) as box:
             return run_step(
-                box.argv, wt.path, box.env, b"", lesson.check_timeout_s, bwrap=box.bwrap
+                box.argv,
+                wt.path,
+                box.env,
+                b"",
+                lesson.check_timeout_s,
+                bwrap=box.bwrap,
+                prepare=box.prepare,
             )
     except LayerFailure as exc:
         return cannot_start(str(exc))

@@ -33,7 +33,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, Protocol
 
 from harness.store.gitenv import GIT_LOCATING
 
@@ -240,22 +240,28 @@ def run_step(
     on_start: Callable[[int], None] | None = None,
     on_stdout: Callable[[bytes], None] | None = None,
     bwrap: bool = False,
+    prepare: Prepare | None = None,
 ) -> StepResult:
     """Run `argv` in `cwd` with a timeout and bounded capture; see the module docstring.
 
     A command that cannot start returns exit code 127 (not found) or 126 (not runnable)
     with the reason in `output_tail`, as a shell would, instead of raising. `bwrap`: `argv`
     is the step's command under bwrap (sandbox.md), whose exit 128+N is read as its
-    command's death by signal N (`_bwrap_code`).
+    command's death by signal N (`_bwrap_code`). `prepare` runs in the child before exec
+    (a read-only step's overlay mount, contain/layer.py); when it fails the step does not
+    start and returns exit 126 with its `failure`.
     """
     if not argv:
         raise ValueError("run_step: empty argv")
     started = clock()
     out, both = _Tail(stdout_keep_bytes), _Tail(tail_bytes)
     try:
-        proc = _start(argv, cwd, env, stdin)
+        proc = _start(argv, cwd, env, stdin, prepare)
     except OSError as exc:
         return _not_started(argv, cwd, exc, clock() - started)
+    except subprocess.SubprocessError:  # `prepare` raised in the child (nothing ran)
+        assert prepare is not None
+        return cannot_start(prepare.failure)
     child = _Child(proc, clock, out, both, on_stdout)
     try:
         if on_start is not None:
@@ -309,6 +315,14 @@ def _die_with_parent() -> None:
         _PRCTL(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
+def _then(prepare: Prepare) -> Callable[[], None]:
+    def before_exec() -> None:
+        _die_with_parent()
+        prepare()
+
+    return before_exec
+
+
 def _load_prctl() -> Callable[[int, int], int] | None:
     if not sys.platform.startswith("linux"):
         return None
@@ -326,8 +340,23 @@ _PR_SET_PDEATHSIG = 1
 _PRCTL = _load_prctl()
 
 
+class Prepare(Protocol):
+    """Work the step's own process does before exec; raises when it cannot."""
+
+    @property
+    def failure(self) -> str:
+        """The step's output when it raised."""
+        ...
+
+    def __call__(self) -> None: ...
+
+
 def _start(
-    argv: Sequence[str], cwd: Path, env: Mapping[str, str], stdin: bytes
+    argv: Sequence[str],
+    cwd: Path,
+    env: Mapping[str, str],
+    stdin: bytes,
+    prepare: Prepare | None = None,
 ) -> subprocess.Popen[bytes]:
     # Scrub again here, whatever the caller built: the secret never reaches a child.
     safe_env = {name: value for name, value in env.items() if name not in ALWAYS_SCRUBBED}
@@ -342,7 +371,7 @@ def _start(
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             start_new_session=True,
-            preexec_fn=_die_with_parent,
+            preexec_fn=_die_with_parent if prepare is None else _then(prepare),
             close_fds=True,
         )
 

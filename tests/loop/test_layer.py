@@ -17,7 +17,6 @@ from pathlib import Path
 
 import pytest
 
-from harness.loop.contain import layer as layer_module
 from harness.loop.contain.layer import (
     MEMORY,
     PREFIX,
@@ -182,7 +181,8 @@ LOCKING_STEP = {
         "assert layer.mount is not None, 'no overlay for nobody here'\n"
         "import subprocess\n"
         "chmods = 'chmod 500 merged/a/b && chmod 0 merged/c && chmod 500 merged'\n"
-        "subprocess.run(layer.wrap(['/bin/sh', '-c', chmods]), check=True)\n"
+        "subprocess.run(['/bin/sh', '-c', chmods], cwd=layer.folder, preexec_fn=layer.prepare,"
+        " check=True)\n"
     ),
 }
 
@@ -292,26 +292,36 @@ def test_a_sweep_leaves_other_names_alone(tmp_path: Path) -> None:
     assert other.exists() and not mine.exists()
 
 
-def test_without_the_tools_for_an_overlay_the_layer_is_a_copy(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """No `unshare` on PATH (util-linux without it, a minimal image): the overlay is not
-    tried and the step gets a copy, as before overlays."""
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    for name in ("mount", "setpriv"):
-        found = shutil.which(name)
-        if found is not None:
-            (bin_dir / name).symlink_to(found)
-    monkeypatch.setenv("PATH", os.fspath(bin_dir))
-    monkeypatch.setattr(layer_module, "_TRIED", {})
+def test_where_no_user_namespace_may_be_made_the_layer_is_a_copy(tmp_path: Path) -> None:
+    """A runner that may not make a user namespace (a container's seccomp profile, a
+    sysctl, Ubuntu's AppArmor rule): the overlay's mount fails in the step's own process
+    before exec, the probe says so, and the step gets a copy, as before overlays. Run in a
+    bwrap that disables further user namespaces, the same refusal the kernel makes there."""
+    if shutil.which("bwrap") is None:
+        need_tool("needs bwrap (apt-get install bubblewrap)")
     source = tmp_path / "wt"
     source.mkdir()
     (source / "f.txt").write_text("x\n")
-    assert layer_module.overlay_works(MEMORY) is None
+    script = (
+        "import sys; from pathlib import Path\n"
+        "from harness.loop.contain.layer import MEMORY, make_layer, overlay_works\n"
+        "print(overlay_works(MEMORY)); made = make_layer(Path(sys.argv[1]))\n"
+        "print(made.mount, made.prepare, (made.work / 'f.txt').read_text(), end='')\n"
+        "made.remove()\n"
+    )
+    jail = ["bwrap", "--dev-bind", "/", "/", "--unshare-user", "--disable-userns", "--"]
+    done = subprocess.run(
+        [*jail, sys.executable, "-c", script, os.fspath(source)],
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": os.fspath(CHECKOUT), "PATH": os.defpath},
+    )
+    assert (done.returncode, done.stdout) == (0, "None\nNone None x\n"), done.stderr
+    # Outside that jail, here, the same folder gets an overlay (else the test shows nothing).
     made = make_layer(source)
     try:
-        assert made.mount is None and (made.work / "f.txt").read_text() == "x\n"
+        if made.mount is None:
+            need_tool("an overlay in a user namespace (Linux 5.11)")
     finally:
         made.remove()
 
@@ -325,7 +335,13 @@ def test_an_overlay_layer_shows_the_worktree_and_keeps_the_writes_apart(tmp_path
         if made.mount is None:
             need_tool("an overlay in a user namespace (Linux 5.11, util-linux 2.38)")
         step = "cat merged/f.txt && echo y > merged/f.txt && echo z > merged/g.txt"
-        done = subprocess.run(made.wrap(["/bin/sh", "-c", step]), capture_output=True, text=True)
+        done = subprocess.run(
+            ["/bin/sh", "-c", step],
+            cwd=made.folder,
+            preexec_fn=made.prepare,
+            capture_output=True,
+            text=True,
+        )
         assert (done.returncode, done.stdout) == (0, "x\n"), done.stderr
         assert (source / "f.txt").read_text() == "x\n" and not (source / "g.txt").exists()
         assert (made.written / "f.txt").read_text() == "y\n"
@@ -334,3 +350,26 @@ def test_an_overlay_layer_shows_the_worktree_and_keeps_the_writes_apart(tmp_path
     finally:
         made.remove()
     assert not made.folder.exists()
+
+
+def test_an_overlay_that_cannot_be_mounted_does_not_start_the_step(tmp_path: Path) -> None:
+    """The mount runs in the step's own process before exec: when it fails (here its mount
+    point is gone), nothing runs and the step ends as a layer that cannot be made does."""
+    from harness.loop.contain.layer import MOUNT_FAILED
+    from harness.loop.steps import run_step
+
+    source = tmp_path / "wt"
+    source.mkdir()
+    made = make_layer(source)
+    try:
+        if made.prepare is None:
+            need_tool("an overlay in a user namespace (Linux 5.11)")
+        (made.folder / "merged").rmdir()
+        marker = tmp_path / "ran"
+        result = run_step(
+            ["touch", os.fspath(marker)], source, dict(os.environ), b"", 5, prepare=made.prepare
+        )
+        assert (result.exit_code, result.output_tail) == (126, MOUNT_FAILED + "\n")
+        assert not marker.exists()
+    finally:
+        made.remove()

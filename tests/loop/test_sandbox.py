@@ -103,7 +103,7 @@ def run_contained(place: Place, argv: list[str], network: bool = True) -> StepRe
     """`argv` as a build of `place` runs it, under bwrap."""
     sandbox = resolve("required", os.environ)
     with contain(sandbox, place, argv, {}, writable=True, network=network) as box:
-        return run_step(box.argv, place.worktree, box.env, b"", 30)
+        return run_step(box.argv, place.worktree, box.env, b"", 30, prepare=box.prepare)
 
 
 def test_the_command_line_hides_before_it_binds(tmp_path: Path) -> None:
@@ -166,7 +166,7 @@ def test_a_read_only_step_writes_only_its_copy_and_keeps_what_it_was_asked_for(
         keep=["reports/junit.xml"],
     ) as box:
         layer = box.layer
-        result = run_step(box.argv, place.worktree, box.env, b"", 30)
+        result = run_step(box.argv, place.worktree, box.env, b"", 30, prepare=box.prepare)
     assert result.exit_code == 0, result.output_tail
     assert (place.worktree / "file.txt").read_text() == "tracked\n"
     assert not (place.worktree / "__pycache__").exists()
@@ -184,7 +184,7 @@ def test_a_read_only_step_works_in_memory_where_there_is_room(tmp_path: Path) ->
     argv = ["sh", "-c", 'stat -f -c %T . && cat file.txt && echo > "$0"', "new.txt"]
     with contain(resolve("required", os.environ), place, argv, {}, writable=False) as box:
         layer = box.layer
-        result = run_step(box.argv, place.worktree, box.env, b"", 30)
+        result = run_step(box.argv, place.worktree, box.env, b"", 30, prepare=box.prepare)
     assert result.exit_code == 0, result.output_tail
     kind = "overlayfs" if overlay_works(MEMORY) else "tmpfs"
     assert result.output_tail.splitlines() == [kind, "tracked"]
@@ -216,8 +216,8 @@ def test_a_read_only_step_deletes_renames_and_chmods_only_its_layer(
     ) as box:
         assert box.layer is not None
         shown = box.layer
-        assert box.argv[0].endswith("unshare") == overlay
-        result = run_step(box.argv, place.worktree, box.env, b"", 30)
+        assert (box.prepare is not None) == overlay
+        result = run_step(box.argv, place.worktree, box.env, b"", 30, prepare=box.prepare)
     assert result.exit_code == 0, result.output_tail
     assert result.output_tail.split() == ["new.txt", "renamed"]
     assert (place.worktree / "file.txt").read_text() == "tracked\n"
@@ -235,7 +235,7 @@ def test_a_build_writes_its_worktree_and_home(tmp_path: Path) -> None:
         "Path(os.environ['HOME'], 'session').write_text('kept\\n')"
     )
     with contain(sandbox, place, [sys.executable, "-c", script], {}, writable=True) as box:
-        result = run_step(box.argv, place.worktree, box.env, b"", 30)
+        result = run_step(box.argv, place.worktree, box.env, b"", 30, prepare=box.prepare)
     assert result.exit_code == 0, result.output_tail
     assert (place.worktree / "file.txt").read_text() == "built\n"
     assert (place.home() / "session").read_text() == "kept\n"
@@ -253,7 +253,7 @@ def test_a_timed_out_step_leaves_no_setsid_child(tmp_path: Path) -> None:
         "start_new_session=True); time.sleep(60)"
     )
     with contain(sandbox, place, [sys.executable, "-c", script], {}, writable=True) as box:
-        result = run_step(box.argv, place.worktree, box.env, b"", 1.0)
+        result = run_step(box.argv, place.worktree, box.env, b"", 1.0, prepare=box.prepare)
     assert result.timed_out
     time.sleep(0.2)
     alive = []
@@ -281,7 +281,7 @@ def test_a_bind_shows_the_runners_folder_in_the_goals_home(tmp_path: Path) -> No
         "assert not Path(os.environ['HOME'], '.not-here').exists()"
     )
     with contain(sandbox, place, [sys.executable, "-c", script], {}, writable=False) as box:
-        result = run_step(box.argv, place.worktree, box.env, b"", 30)
+        result = run_step(box.argv, place.worktree, box.env, b"", 30, prepare=box.prepare)
     assert result.exit_code == 0, result.output_tail
     assert (tmp_path / "home" / ".agent" / "session").read_text() == "kept\n"
 
@@ -389,7 +389,7 @@ class HiddenWorld:
     def seen(self, sandbox: Sandbox) -> dict[str, str]:
         argv = [sys.executable, "-c", SEES, json.dumps(self.probes)]
         with contain(sandbox, self.place, argv, dict(os.environ), writable=True) as box:
-            result = run_step(box.argv, self.place.worktree, box.env, b"", 30)
+            result = run_step(box.argv, self.place.worktree, box.env, b"", 30, prepare=box.prepare)
         assert result.exit_code == 0, result.output_tail
         return dict(json.loads(result.stdout_tail))
 
@@ -526,7 +526,7 @@ step = "grep -E '^CapEff' /proc/self/status; mount -o remount,rw / && echo REMOU
 print(" ".join(_identity(resolve("required", os.environ).bwrap or "")[0]))
 for writable in (True, False):
     with contain(resolve("required", os.environ), place, ["sh", "-c", step], {}, writable=writable) as box:
-        print(run_step(box.argv, wt, box.env, b"", 30).output_tail, end="")
+        print(run_step(box.argv, wt, box.env, b"", 30, prepare=box.prepare).output_tail, end="")
 """
 
 

@@ -79,7 +79,7 @@ def test_uncontained_a_step_connects_to_the_servers(tmp_path: Path, in_run: Path
         place = place_in(tmp_path)
         argv = [sys.executable, "-c", CONNECT, path, abstract]
         with contain(Sandbox("off", "off"), place, argv, {}, writable=True) as box:
-            result = run_step(box.argv, place.worktree, box.env, b"", 30)
+            result = run_step(box.argv, place.worktree, box.env, b"", 30, prepare=box.prepare)
     assert json.loads(result.stdout_tail) == {path: "connected", abstract: "connected"}
 
 

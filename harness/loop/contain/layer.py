@@ -3,8 +3,8 @@ the worktree's path by the sandbox and removed after the step (docs/specs/sandbo
 "Read-only steps and the throw-away layer").
 
 Where the kernel lets an unprivileged user mount overlayfs in a user namespace of its own
-(Linux 5.11 and later) and util-linux's `unshare` and `setpriv` can set one up, the layer is
-an overlay: the worktree is its read-only lower half and the step's writes go to an empty
+(Linux 5.11 and later), the layer is an overlay, mounted by the step's own process before it
+execs (`Mounter`): the worktree is its read-only lower half and the step's writes go to an empty
 upper folder, so no file is copied (`overlay_works` tries it once per folder). Elsewhere it
 is a copy of the worktree. Either goes in memory (`/dev/shm`) when that has room, else in
 the temporary folder. Each layer's folder is held with `flock` while its step runs, so a
@@ -19,7 +19,6 @@ import contextlib
 import errno
 import fcntl
 import os
-import shutil
 import stat
 import subprocess
 import tempfile
@@ -27,7 +26,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 MEMORY = Path("/dev/shm")
 MEMORY_FLOOR = 1 << 30  # the free bytes /dev/shm needs for a layer to be put there
@@ -66,9 +65,11 @@ class Layer:
         only in the step's own namespace, so outside it `work` is an empty folder)."""
         return self.folder / "upper" if self.mount else self.work
 
-    def wrap(self, argv: Sequence[str]) -> list[str]:
-        """The step's command line (bwrap's), run where the overlay is mounted."""
-        return list(argv) if self.mount is None else self.mount.argv(self.folder, argv)
+    @property
+    def prepare(self) -> Mounter | None:
+        """What the step's process runs before exec to mount the overlay it sees (None for
+        a copy): `steps.run_step`'s `prepare`."""
+        return None if self.mount is None else self.mount.mounter(self.folder)
 
     def remove(self) -> None:
         try:
@@ -171,38 +172,74 @@ def try_layer(parent: Path, worktree: Path, budget: int | None) -> Layer | None:
 
 # ---- an overlay over the worktree -----------------------------------------------------------
 
-# Run by `sh` in a user and mount namespace of the runner's own (`unshare`): in the layer's
-# folder ($1), mount the overlay with relative paths (so no path needs escaping in mount's
-# options; `lower` is a link to the worktree) and `userxattr` (its own bookkeeping in user
-# extended attributes: without it, removing a folder of the worktree fails with EIO in a
-# user namespace), then become what follows: `setpriv`, which drops every capability, and
-# the step's own command line (bwrap's). An overlay that cannot be mounted ends the step as
-# a layer that cannot be made does (sandbox.md).
-_MOUNT_SCRIPT = (
-    'cd "$1" && "$2" -n -t overlay overlay -o userxattr,lowerdir=lower,upperdir=upper,workdir=scratch '
-    "merged || { echo \"harness: the read-only step's overlay over the worktree could not be "
-    'mounted" >&2; exit 126; }; shift 2; exec "$@"'
-)
+MOUNT_FAILED = "harness: the read-only step's overlay over the worktree could not be mounted"
+_CLONE_NEWNS = 0x00020000
+_CLONE_NEWUSER = 0x10000000
+_OPTIONS = b"userxattr,lowerdir=lower,upperdir=upper,workdir=scratch"
+
+
+def _load_libc() -> Any:
+    import ctypes
+
+    try:
+        return ctypes.CDLL(None, use_errno=True)
+    except OSError:
+        return None
+
+
+_LIBC = _load_libc()
 
 
 @dataclass(frozen=True)
 class Overlay:
-    """The programs that mount an overlay in a namespace of the runner's own."""
+    """Mounts a layer's overlay in a user and mount namespace of the runner's own, in the
+    step's own process between fork and exec (`mounter`): libc's `unshare` and `mount`, no
+    program started for it. The step's command (bwrap) then starts in that namespace with no
+    capability: the runner's uid is mapped to itself, so exec drops what the namespace gave
+    (for a runner that is root, bwrap's `--unshare-user --cap-drop ALL` does, sandbox.py).
+    Mounted with relative paths from the layer's folder (no path needs escaping in the
+    options: `lower` is a link to the worktree) and `userxattr` (without it, removing a
+    folder of the worktree fails with EIO in a user namespace)."""
 
-    unshare: str
-    mount: str
-    setpriv: str
+    uid: int
+    gid: int
 
-    def argv(self, folder: Path, argv: Sequence[str]) -> list[str]:
-        # --keep-caps: the capabilities the new user namespace gives survive into `sh` and
-        # `mount` (a runner that is not root loses them at exec otherwise); `setpriv` drops
-        # them again before bwrap, which refuses to start with capabilities it did not ask
-        # for, and gives the step none (`--unshare-user --cap-drop ALL`, sandbox.py).
-        return [
-            self.unshare, "--user", "--map-current-user", "--mount", "--keep-caps", "--",
-            "/bin/sh", "-c", _MOUNT_SCRIPT, "sh", os.fspath(folder), self.mount,
-            self.setpriv, "--inh-caps=-all", "--ambient-caps=-all", "--", *argv,
-        ]  # fmt: skip
+    def mounter(self, folder: Path) -> Mounter:
+        return Mounter(self, os.fsencode(folder))
+
+
+@dataclass(frozen=True)
+class Mounter:
+    """`steps.run_step`'s `prepare`: run in the child, before exec. Any failure raises, and
+    the step does not start (`failure` says why)."""
+
+    overlay: Overlay
+    folder: bytes
+    failure: str = MOUNT_FAILED
+
+    def __call__(self) -> None:
+        libc = _LIBC
+        if libc is None or libc.unshare(_CLONE_NEWUSER | _CLONE_NEWNS) != 0:
+            raise OSError(MOUNT_FAILED)
+        _write("/proc/self/setgroups", b"deny")
+        _write("/proc/self/uid_map", b"%d %d 1" % (self.overlay.uid, self.overlay.uid))
+        _write("/proc/self/gid_map", b"%d %d 1" % (self.overlay.gid, self.overlay.gid))
+        back = os.open(".", os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            os.chdir(self.folder)
+            if libc.mount(b"overlay", b"merged", b"overlay", 0, _OPTIONS) != 0:
+                raise OSError(MOUNT_FAILED)
+            os.fchdir(back)
+        finally:
+            os.close(back)
+
+
+def _write(path: str, data: bytes) -> None:
+    fd = os.open(path, os.O_WRONLY)
+    try:
+        os.write(fd, data)
+    finally:
+        os.close(fd)
 
 
 _TRIED: dict[tuple[str, tuple[str, ...]], Overlay | None] = {}
@@ -221,11 +258,9 @@ def overlay_works(parent: Path, then: Sequence[str] = ()) -> Overlay | None:
 
 
 def _try_overlay(parent: Path, then: Sequence[str]) -> Overlay | None:
-    found = [shutil.which(name) for name in ("unshare", "mount", "setpriv")]
-    if None in found or not os.path.exists("/bin/sh"):
+    if _LIBC is None or not os.path.exists("/bin/sh"):
         return None
-    unshare, mount, setpriv = (str(path) for path in found)
-    candidate = Overlay(unshare, mount, setpriv)
+    candidate = Overlay(os.getuid(), os.getgid())
     try:
         probe = Path(tempfile.mkdtemp(prefix=PREFIX, dir=parent))
     except OSError:
@@ -235,9 +270,15 @@ def _try_overlay(parent: Path, then: Sequence[str]) -> Overlay | None:
         (probe / "lower" / "folder" / "seen").touch()
         layer = _overlay_folders(probe / "layer", probe / "lower")
         step = 'test -e merged/folder/seen && rm -r merged/folder && : > merged/new && "$@"'
-        argv = candidate.argv(layer, ["/bin/sh", "-c", step, "sh", *(then or ["true"])])
+        argv = ["/bin/sh", "-c", step, "sh", *(then or ["true"])]
         done = subprocess.run(
-            argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=15, check=False
+            argv,
+            cwd=layer,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=15,
+            check=False,
+            preexec_fn=candidate.mounter(layer),
         )
         works = done.returncode == 0 and (layer / "upper" / "new").exists()
     except (OSError, subprocess.SubprocessError):

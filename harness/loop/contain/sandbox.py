@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.errors import InvalidInput, TrustFailure, invalid
-from harness.loop.contain.layer import layer_of
+from harness.loop.contain.layer import Mounter, layer_of
 from harness.loop.contain.sockets import hide_bound, hide_run
 from harness.model.config import SANDBOX_MODES, Bind, SandboxMode
 from harness.record.events import Containment
@@ -421,6 +421,7 @@ class Contained:
     layer: Path | None = None
     host_env: dict[str, str] = field(default_factory=dict)  # for reading its records
     bwrap: bool = False  # `argv` runs the command under bwrap (steps.run_step's `bwrap`)
+    prepare: Mounter | None = None  # mounts the layer's overlay (steps.run_step's `prepare`)
 
     @property
     def records_env(self) -> dict[str, str]:
@@ -472,10 +473,10 @@ def contain(
         layer = None if writable else stack.enter_context(layer_of(place.worktree, overlay=check))
         work = place.worktree if layer is None else layer.work
         full = bwrap_argv(sandbox.bwrap, place, argv, work=work, scratch=scratch, network=network)
-        if layer is not None:
-            full = layer.wrap(full)
         shown = None if layer is None else layer.folder
-        yield Contained(full, contained_env(env, place), shown, _host_env(place, env), bwrap=True)
+        prepare = None if layer is None else layer.prepare
+        host = _host_env(place, env)
+        yield Contained(full, contained_env(env, place), shown, host, bwrap=True, prepare=prepare)
         if layer is not None:
             for rel in keep:
                 _copy_out(layer.written, place.worktree, rel)
