@@ -293,8 +293,9 @@ def _unavailable(cell: Cell, event: Event) -> Cell:
 def _unrunnable(cell: Cell, event: Event) -> Cell:
     """The build's command could not run (exit 127 or 126): the agent never ran. No judge
     runs, the build runs again at the same iteration once unparked, and its round is not
-    counted (its pass and seconds are)."""
-    return replace(cell, step="build", used=_uncounted(cell.used, event.iteration))
+    counted (its pass and seconds are). It reached no model API: a run of outages ends."""
+    used = _uncounted(cell.used, event.iteration)
+    return replace(cell, step="build", used=used, unavailable=None)
 
 
 def _uncounted(used: Spend, iteration: int) -> Spend:

@@ -76,6 +76,8 @@ def test_g3_a_build_whose_program_is_not_on_path_stops_at_agent_unavailable(
         f"T g1 #4 needs_attention gate=agent_unavailable ({detail})",
     ]
     _stopped(repo, detail)
+    html = repo.harness("replay", "g1", "--format", "html", check=0).stdout
+    assert "could not run (exit 127)" in html and "is not on the runner&#x27;s PATH" in html
     # A later run leaves it as it is: the loop never spins on a missing agent.
     assert repo.harness("run", check=0).stdout == ""
     assert repo.harness("verify", "g1", check=0).stdout.startswith("ok g1: ")
