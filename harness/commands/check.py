@@ -147,7 +147,8 @@ def stored_goal_bytes(root: Path, goal_id: str, notes: list[str]) -> bytes:
 
 def check_goal(
     root: Path, goal_id: str, config: Config, owners: tuple[Owner, ...] | None, notes: list[str]
-) -> None:
+) -> Goal:
+    """Check a goal file (and its approval, when there is one); the goal it holds."""
     check_goal_id(goal_id, goal_source(goal_id))
     path = root / "goals" / f"{goal_id}.yaml"
     if not path.is_file():
@@ -165,8 +166,9 @@ def check_goal(
         notes.append(
             f"goals/{goal_id}.yaml: not approved yet (run `harness approve {goal_id} --key KEY`)"
         )
-        return
+        return goal
     source = f"goals/{goal_id}.approval"
     records = parse_approval_file(approval.read_text(encoding="utf-8", errors="replace"), source)
     if owners is not None:
         find_run_approval(records, owners, goal_id, goal.sha256, source)
+    return goal

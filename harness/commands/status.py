@@ -260,9 +260,7 @@ def _line(row: Mapping[str, Any]) -> str:
             f" elsewhere: {elsewhere['step']} by {elsewhere['runner']} (lease until "
             f"{elsewhere['lease_until']}), as last fetched: `git fetch` to see newer"
         )
-    if row["gate"] == "ship_failed" and row.get("gate_detail"):
-        # What a failed ship printed, on the same line: the owner fixes it and ships again.
-        shown += " " + " | ".join(row["gate_detail"].split("\n")[-3:])
+    shown += _gate_told(row)
     warned = row.get("warned")
     if warned:
         more = f", +{len(warned) - 1} more" if len(warned) > 1 else ""
@@ -290,6 +288,18 @@ def _line(row: Mapping[str, Any]) -> str:
             f"`harness rotate-owners {row['id']} --key K` with a key it started under)"
         )
     return shown
+
+
+def _gate_told(row: Mapping[str, Any]) -> str:
+    """What a gate's detail adds to the line, for the gates whose fix it names."""
+    detail = row.get("gate_detail")
+    if row["gate"] == "ship_failed" and detail:
+        # What a failed ship printed, on the same line: the owner fixes it and ships again.
+        return " " + " | ".join(detail.split("\n")[-3:])
+    if row["gate"] == "agent_unavailable" and detail and not row.get("unavailable"):
+        # A build command that could not run: which program, and what to do (loop.md).
+        return " " + " ".join(detail.split())
+    return ""
 
 
 def _num(value: float) -> str:

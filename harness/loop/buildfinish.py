@@ -18,6 +18,7 @@ from harness.loop.context import RunContext
 from harness.loop.finish import MAX_LISTED_PATHS, Ran, finish, tampered, unavailable_detail
 from harness.loop.recorder import Recorder, fit_text
 from harness.loop.spend import spend_data
+from harness.loop.unrunnable import UNRUNNABLE_CODES, Program, unrunnable_detail
 from harness.model.goal import Goal
 from harness.record.events import StepName
 from harness.record.evidence import DIFF_BYTES, diff_command, fit_head
@@ -25,6 +26,7 @@ from harness.store.gitrepo import run_git
 from harness.store.worktree import Worktree
 
 if TYPE_CHECKING:
+    from harness.loop.execute import StepCommands
     from harness.trust.destructive.diff import FileChange
     from harness.trust.destructive.textlike import IgnoredWalk
 
@@ -55,8 +57,9 @@ class BuildFinish:
     """Records how a goal's builds end: through its recorder, by its goal file's rules and
     the run's configuration (`ctx`)."""
 
-    def __init__(self, rec: Recorder, goal: Goal, ctx: RunContext) -> None:
+    def __init__(self, rec: Recorder, goal: Goal, ctx: RunContext, commands: StepCommands) -> None:
         self.rec, self.goal, self.ctx = rec, goal, ctx
+        self.commands = commands  # how its steps run: the sandbox and what it shows
 
     def __call__(self, ran: Ran) -> None:
         rec, wt = self.rec, self.rec.wt
@@ -90,6 +93,9 @@ class BuildFinish:
         data |= self.destructive_data(ran.started, unseen, staged) | self.diff_data(ran)
         if usage.unavailable is not None and not leaks:
             self.finish_unavailable(ran, data, usage.unavailable)
+            return
+        if ran.result.exit_code in UNRUNNABLE_CODES and not leaks:
+            self.finish_unrunnable(ran, data)
             return
         finish(rec, ran, data)
         if leaks:
@@ -144,6 +150,22 @@ class BuildFinish:
             rec.gate("needs_attention", "agent_unavailable", unavailable_detail(tries, message))
         else:
             rec.checkpoint(f"{ran.step} {ran.iteration} unavailable (try {tries})", data["tree"])
+
+    def finish_unrunnable(self, ran: Ran, data: dict[str, Any]) -> None:
+        """The build's command could not run (exit 127 or 126): its agent never ran, so no
+        judge runs and the round is not counted; the goal stops at agent_unavailable at
+        once, naming the program (loop.md, "A missing agent"). What it changed stays, as an
+        unavailable build's does."""
+        build, code = self.goal.build, ran.result.exit_code
+        assert code is not None
+        commands, wt = self.commands, self.rec.wt
+        program = Program.find(
+            build.run, wt.path, self.ctx.base_env, commands.sandbox, commands.place(), build.network
+        )
+        detail = unrunnable_detail(program, code, ran.result.output_tail, self.goal.id)
+        data = data | {"result": "unrunnable", "unrunnable": fit_text(detail, 4000)}
+        self.rec.emit("step.finished", ran.step, ran.iteration, data)
+        self.rec.gate("needs_attention", "agent_unavailable", detail)
 
     def made_repositories(
         self,

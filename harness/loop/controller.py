@@ -68,12 +68,14 @@ def goal_steps(goal: Goal) -> list[StepName]:
     return [step for step in STEP_NAMES if STEP_SPECS[step](goal) is not None]
 
 
-def finishers(rec: Recorder, goal: Goal, ctx: RunContext) -> dict[StepName, Callable[[Ran], None]]:
+def finishers(
+    rec: Recorder, goal: Goal, ctx: RunContext, commands: StepCommands
+) -> dict[StepName, Callable[[Ran], None]]:
     """What each step's result does, recorded through `rec`."""
     junit = goal.judge.junit
     return {
         "plan": lambda ran: finish_plan(rec, ran),
-        "build": BuildFinish(rec, goal, ctx),
+        "build": BuildFinish(rec, goal, ctx, commands),
         "judge": lambda ran: finish_judge(rec, ran, junit),
         "review": lambda ran: finish_review(rec, ran),
         "ship": lambda ran: finish_ship(rec, ran),
@@ -120,8 +122,8 @@ class GoalRunner:
         self.lessons = tuple(lessons)
         self.steps_run = 0
         self.ship_from: str | None = None  # the gate commit a ship decision named, here
-        self.finishers = finishers(self.recorder, goal, ctx)
         self.commands = StepCommands(ctx, goal, self.recorder)
+        self.finishers = finishers(self.recorder, goal, ctx, self.commands)
 
     @property
     def cell(self) -> Cell:

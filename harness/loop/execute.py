@@ -137,10 +137,7 @@ class StepCommands:
         from which the judge's JUnit file is copied back. `work` is the folder the step runs
         in when it is not the goal's worktree (the ship step's checkout of the signed commit)."""
         self.rec.fresh = None  # a step command runs: what was staged is no longer known
-        config = self.ctx.control.config
-        place = Place.of(
-            self.ctx.control.repo, self.goal.id, self.ctx.base_env, config.sandbox_binds
-        )
+        place = self.place()
         if work is not None and work != place.worktree:
             place = dataclasses.replace(place, worktree=work)
         junit = self.goal.judge.junit
@@ -154,6 +151,13 @@ class StepCommands:
             scratch=scratch,
             keep=keep,
             network=network,
+        )
+
+    def place(self) -> Place:
+        """The paths this goal's steps see, keep or must not see."""
+        config = self.ctx.control.config
+        return Place.of(
+            self.ctx.control.repo, self.goal.id, self.ctx.base_env, config.sandbox_binds
         )
 
     def ship_checkout(self, path: Path, ship_from: str | None) -> Path:

@@ -192,7 +192,8 @@ def settle_owed(rec: Recorder, last: Event | None) -> bool:
     """A recorded result whose consequence was never appended (killed between the two
     events): append it now, as the step's finish would have. The result is never re-run:
     a ship that passed completes, one that failed waits at ship_failed, a tamper or a
-    read-only violation gates (its restore happened before the result was recorded)."""
+    read-only violation gates (its restore happened before the result was recorded), so
+    does a build whose command could not run."""
     if last is None or last.type != "step.finished":
         return False
     data, iteration = last.data, last.iteration
@@ -212,6 +213,10 @@ def settle_owed(rec: Recorder, last: Event | None) -> bool:
         return True
     elif result == "secret":
         rec.gate("parked_at_eyes", "secret_in_change", quarantine.detail(data["secrets"]))
+        return True
+    elif result == "unrunnable":
+        detail = data.get("unrunnable") or f"build.run exited {data.get('exit_code')}"
+        rec.gate("needs_attention", "agent_unavailable", detail)
         return True
     else:
         return False

@@ -23,7 +23,9 @@ after that, so its pid (and group id) cannot be reused by an unrelated process m
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import re
 import selectors
 import signal
 import subprocess
@@ -247,9 +249,10 @@ def run_step(
     A command that cannot start returns exit code 127 (not found) or 126 (not runnable)
     with the reason in `output_tail`, as a shell would, instead of raising. `bwrap`: `argv`
     is the step's command under bwrap (sandbox.md), whose exit 128+N is read as its
-    command's death by signal N (`_bwrap_code`). `prepare` runs in the child before exec
-    (a read-only step's overlay mount, contain/layer.py); when it fails the step does not
-    start and returns exit 126 with its `failure`.
+    command's death by signal N, and whose failure to start the command as 127 or 126
+    (`_bwrap_code`). `prepare` runs in the child before exec (a read-only step's overlay
+    mount, contain/layer.py); when it fails the step does not start and returns exit 126
+    with its `failure`.
     """
     if not argv:
         raise ValueError("run_step: empty argv")
@@ -269,7 +272,7 @@ def run_step(
         timed_out = not child.run_until(started + timeout_s, need_eof=False)
         child.finish_group(GRACE_S)
         code = child.reap()
-        code = _bwrap_code(code) if bwrap else code
+        code = _bwrap_code(code, both.text()) if bwrap else code
     except BaseException:
         # KeyboardInterrupt, SystemExit or a bug: never leave the step's processes behind.
         kill_group(proc.pid)
@@ -288,13 +291,21 @@ def run_step(
     )
 
 
-def _bwrap_code(code: int) -> int:
+def _bwrap_code(code: int, output: str) -> int:
     """bwrap's exit code as a bare command's would be: bwrap reports its command's death by
     signal N as its own exit 128+N, and bubblewrap 0.8.0 says no more (its --json-status-fd
     gives `"exit-code": 137` both for a command killed by SIGKILL and for `exit 137`), so
     128+N reads as -N, killed by signal N, as a shell reads it. A command that itself exits
-    128+N reads the same; bwrap's own failures exit 1."""
+    128+N reads the same; bwrap's own failures exit 1, and one of them is its command not
+    starting (`bwrap: execvp <name>: <strerror>`, the whole output: nothing else ran), read
+    as 127 when the name was not found and 126 for any other reason, as bare."""
+    if code == 1 and (match := _BWRAP_EXECVP.fullmatch(output)):
+        return 127 if match["why"] == os.strerror(errno.ENOENT) else 126
     return 128 - code if 128 < code < 128 + signal.NSIG else code
+
+
+# bwrap's message when execvp fails (bubblewrap's `die_with_error ("execvp %s", …)`).
+_BWRAP_EXECVP = re.compile(r"bwrap: execvp [^\n]*: (?P<why>[^\n:]+)\n?")
 
 
 def _signal_name(code: int) -> str:

@@ -163,7 +163,9 @@ class StepCutoff(TypedDict):
     changed: list[str]
 
 
-StepResultWord = Literal["pass", "fail", "tamper", "violation", "unavailable", "secret"]
+StepResultWord = Literal[
+    "pass", "fail", "tamper", "violation", "unavailable", "secret", "unrunnable"
+]
 
 
 class StepFinished(TypedDict):
@@ -205,6 +207,9 @@ class StepFinished(TypedDict):
     unavailable_try: NotRequired[int]
     unavailable_tries: NotRequired[int]
     retry_at: NotRequired[str]
+    # build, result "unrunnable": its command exited 127 or 126 (not found, not runnable);
+    # the agent_unavailable gate's detail, naming the program (absent in older records)
+    unrunnable: NotRequired[str]
     # judge, review, plan
     failing_test: NotRequired[str | None]
     stdout_tail: NotRequired[str | None]

@@ -249,6 +249,8 @@ def _on_step_finished(cell: Cell, event: Event) -> Cell:
         cell = _build_counted(cell, data)
         if data.get("result") == "unavailable":
             return _unavailable(cell, event)
+        if data.get("result") == "unrunnable":
+            return _unrunnable(cell, event)
         return replace(
             cell,
             step="judge",
@@ -285,7 +287,7 @@ def _unavailable(cell: Cell, event: Event) -> Cell:
     """The model API failed: not the agent's work. No judge runs, the build is tried again
     at the same iteration, and its round is not counted (its seconds, cost and turns are)."""
     data = event.data
-    used = replace(cell.used, iterations=max(0, min(cell.used.iterations, event.iteration - 1)))
+    used = _uncounted(cell.used, event.iteration)
     before = cell.unavailable.count if cell.unavailable is not None else 0
     unavailable = Unavailable(
         count=before + 1,
@@ -294,6 +296,19 @@ def _unavailable(cell: Cell, event: Event) -> Cell:
         retry_at=data.get("retry_at"),
     )
     return replace(cell, step="build", used=used, unavailable=unavailable)
+
+
+def _unrunnable(cell: Cell, event: Event) -> Cell:
+    """The build's command could not run (exit 127 or 126): the agent never ran. No judge
+    runs, the build runs again at the same iteration once unparked, and its round is not
+    counted (its pass and seconds are). It reached no model API: a run of outages ends."""
+    used = _uncounted(cell.used, event.iteration)
+    return replace(cell, step="build", used=used, unavailable=None)
+
+
+def _uncounted(used: Spend, iteration: int) -> Spend:
+    """`used` without the round of `iteration`, which its build's start had counted."""
+    return replace(used, iterations=max(0, min(used.iterations, iteration - 1)))
 
 
 def _remember_session(cell: Cell, data: Mapping[str, Any]) -> Cell:

@@ -153,6 +153,26 @@ def test_under_bwrap_exit_128_plus_n_reads_as_signal_n(
     assert (bare.exit_code, bare.signal) == (exits, None)
 
 
+@pytest.mark.parametrize(
+    ("said", "read"),
+    [
+        ("bwrap: execvp claude: No such file or directory\n", 127),
+        ("bwrap: execvp ./agent.sh: Permission denied\n", 126),
+        ("bwrap: execvp agent: Exec format error\n", 126),
+        ("started\nbwrap: execvp claude: No such file or directory\n", 1),  # it ran
+        ("bwrap: Can't mount tmpfs on /newroot/tmp: Operation not permitted\n", 1),
+    ],
+)
+def test_under_bwrap_a_command_that_did_not_start_reads_as_127_or_126(
+    tmp_path: Path, said: str, read: int
+) -> None:
+    """bwrap exits 1 when execvp fails, saying only `bwrap: execvp <name>: <why>`: read as
+    the shell's 127 (not found) or 126 (any other reason), as a bare step's is."""
+    body = f"import sys; sys.stderr.write({said!r}); raise SystemExit(1)"
+    assert _run(tmp_path, body, bwrap=True).exit_code == read
+    assert _run(tmp_path, body).exit_code == 1
+
+
 def test_empty_argv_is_a_bug() -> None:
     with pytest.raises(ValueError, match="empty argv"):
         run_step([], Path("."), BASE_ENV, b"", 1)

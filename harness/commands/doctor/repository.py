@@ -9,10 +9,12 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from harness.commands.doctor.findings import OK, WARN, Finding, fail, from_error
+from harness.commands.doctor.programs import program_check, sandbox_of
 from harness.commands.doctor.worktrees import locks, worktrees
 from harness.errors import HarnessError, TrustFailure
 from harness.loop.control import CONFIG_PATH, OWNERS_PATH, Control, open_control
 from harness.model.config import Config, parse_config
+from harness.model.goal import Goal
 from harness.store.gitrepo import Repo
 from harness.store.objects import read_blobs
 from harness.trust.owners import Owner, load_owners
@@ -42,7 +44,7 @@ def repository_checks(
     root = repo.root
     config, found = config_check(root)
     owners, finding = _owners(root)
-    findings = [found, finding, *_goals(root, config, owners), *_lessons(root)]
+    findings = [found, finding, *_goals(repo, config, owners, env), *_lessons(root)]
     control = _guarded(findings, "control-ref", lambda: open_control(repo)) if has_commit else None
     if control is not None:
         findings.append(_committed(repo, control))
@@ -90,11 +92,21 @@ def _owners(root: Path) -> tuple[tuple[Owner, ...] | None, Finding]:
     return owners, Finding("owners", OK, f"{len(owners)} key(s) for {', '.join(principals)}")
 
 
-def _goals(root: Path, config: Config, owners: tuple[Owner, ...] | None) -> list[Finding]:
-    ids = sorted(p.stem for p in (root / "goals").glob("*.yaml"))
+def _goals(
+    repo: Repo, config: Config, owners: tuple[Owner, ...] | None, env: Mapping[str, str]
+) -> list[Finding]:
+    """Each goal file's check, and after each approved goal's its build program's."""
+    ids = sorted(p.stem for p in (repo.root / "goals").glob("*.yaml"))
     if not ids:
         return [Finding("goals", WARN, "no goal files in goals/", "`harness new <id>`")]
-    return [_goal(root, goal_id, config, owners) for goal_id in ids]
+    sandbox = sandbox_of(config, env)
+    found: list[Finding] = []
+    for goal_id in ids:
+        finding, goal = _goal(repo.root, goal_id, config, owners)
+        found.append(finding)
+        if goal is not None:
+            found.append(program_check(repo, goal, config, sandbox, env))
+    return found
 
 
 def _lessons(root: Path) -> list[Finding]:
@@ -109,7 +121,10 @@ def _lessons(root: Path) -> list[Finding]:
     return [Finding("lessons", OK, f"{count} lesson file(s) valid" if count else "no lessons yet")]
 
 
-def _goal(root: Path, goal_id: str, config: Config, owners: tuple[Owner, ...] | None) -> Finding:
+def _goal(
+    root: Path, goal_id: str, config: Config, owners: tuple[Owner, ...] | None
+) -> tuple[Finding, Goal | None]:
+    """The goal file's finding, and the goal when it is valid and approved."""
     # The very checks `harness check` makes, so the two never disagree.
     from harness.commands.check import check_goal
 
@@ -117,17 +132,17 @@ def _goal(root: Path, goal_id: str, config: Config, owners: tuple[Owner, ...] | 
     notes: list[str] = []
     approve = f"`harness approve {goal_id} --key ~/.ssh/id_ed25519`, then commit goals/{goal_id}.*"
     try:
-        check_goal(root, goal_id, config, owners, notes)
+        goal = check_goal(root, goal_id, config, owners, notes)
     except TrustFailure as exc:
-        return fail(check, str(exc), approve, trust=True)
+        return fail(check, str(exc), approve, trust=True), None
     except HarnessError as exc:
         fix = f"edit goals/{goal_id}.yaml at the key named above, then approve it again"
-        return from_error(check, exc, fix)
+        return from_error(check, exc, fix), None
     if not (root / "goals" / f"{goal_id}.approval").is_file():
-        return Finding(check, WARN, "valid, not approved yet", approve)
+        return Finding(check, WARN, "valid, not approved yet", approve), None
     if owners is None:
-        return Finding(check, WARN, "valid; approval not checked", f"fix {OWNERS_PATH} first")
-    return Finding(check, OK, "; ".join(["valid and approved", *notes]))
+        return Finding(check, WARN, "valid; approval not checked", f"fix {OWNERS_PATH} first"), None
+    return Finding(check, OK, "; ".join(["valid and approved", *notes])), goal
 
 
 def _committed(repo: Repo, control: Control) -> Finding:

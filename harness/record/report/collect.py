@@ -47,6 +47,8 @@ def _step_label(event: Event) -> tuple[str, str]:
         return ("tamper" if result == "tamper" else "read-only violation"), "fail"
     if result == "unavailable":
         return "agent unavailable", "warn"
+    if result == "unrunnable":
+        return f"could not run (exit {as_text(data.get('exit_code'))})", "fail"
     if event.step == "build":
         code = data.get("exit_code")
         return ("done", "ok") if code == 0 else (f"exit {as_text(code)}", "fail")
@@ -75,6 +77,8 @@ def _step_detail(event: Event) -> str:
         due = f", next after {as_text(data.get('retry_at'))}" if data.get("retry_at") else ""
         message = as_text(data.get("unavailable"))
         return f"model API unavailable (try {count} of {tries}{due}): {message}"
+    if data.get("result") == "unrunnable":
+        return as_text(data.get("unrunnable"))
     if event.step == "build":
         error = as_text(data.get("agent_error"))
         return as_text(data.get("summary")) + (f"\nagent error: {error}" if error else "")
