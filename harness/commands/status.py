@@ -17,6 +17,7 @@ from harness.errors import HarnessError, InvalidInput
 from harness.loop.clock import SystemClock
 from harness.loop.contain.sandbox import notice
 from harness.loop.control import Control
+from harness.loop.runnable import runnable
 from harness.record.cell import Cell, Unavailable, parse_cell, peek_cell, rule_counts_json
 from harness.record.events import TERMINAL, WAITING
 from harness.record.render import unavailable_text
@@ -194,7 +195,22 @@ def _row(
         "stale_after_s": stale_after(cell),
         "stale": not (waits or moved) and is_stale(cell, now),
     }
-    return row | _recurring(cell)
+    return row | _next(control, cell, shown, elsewhere is not None or waits, now) | _recurring(cell)
+
+
+def _next(
+    control: Control, cell: Cell, shown: str, held_or_waiting: bool, now: str
+) -> dict[str, Any]:
+    """What the goal needs next (cli.md): whether `harness run` now would move it, whether
+    it waits for a human's signed decision, when a recurring goal's next run is due. A goal
+    another process runs (its lock held here, a live lease elsewhere) or waiting for its run
+    approval is not runnable; the approval is `waiting_for_approval`'s."""
+    moves = shown != "running" and not held_or_waiting and runnable(control, cell.goal, cell, now)
+    return {
+        "runnable": moves,
+        "decision_pending": cell.status in WAITING and not moves,
+        "next_run_due": cell.next_run_due(),
+    }
 
 
 def _held(locks: Path, goal_id: str) -> bool:
@@ -212,7 +228,6 @@ def _recurring(cell: Cell) -> dict[str, Any]:
         "run": cell.run,
         "every_s": cell.every_s,
         "run_started_at": cell.run_started_at,
-        "next_run_due": cell.next_run_due(),
         "lifetime_used": asdict(used) if used else None,
         "lifetime_limit": {k: v for k, v in asdict(caps).items() if v is not None} if caps else {},
     }
