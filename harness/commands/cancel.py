@@ -41,6 +41,7 @@ def _taken_over(lock: GoalLock) -> Iterator[None]:
 
 
 def cancel(cwd: Path, goal_id: str, env: Mapping[str, str], out: TextIO) -> int:
+    SystemClock(env)  # a malformed HARNESS_NOW is refused before anything is taken over
     with open_session(cwd, env, [goal_id]) as session:
         return _cancel(session, goal_id, env, out)
 
@@ -59,7 +60,7 @@ def _cancel(session: Session[Secret], goal_id: str, env: Mapping[str, str], out:
             out.write(line(f"{goal_id} is already {loaded.cell.status}"))
             return 0
         key = secret.goal_key(goal_id)
-        runner = Recorder(goal_id, key, wt, paths, loaded, SystemClock(), lambda line: None)
+        runner = Recorder(goal_id, key, wt, paths, loaded, SystemClock(env), lambda line: None)
         runner.emit("goal.cancelled", None, loaded.cell.iteration, {"by": env.get("USER", "")})
         runner.checkpoint("cancelled")
     out.write(line(f"{goal_id} cancelled"))

@@ -1,7 +1,8 @@
 """`harness ci github --matrix`: one GitHub job per goal, on GitHub's own scheduler.
 
-The first job lists the goals that may have something to do (`harness status --json`,
-read without the secret); the matrix job runs `harness run <id> --push origin` on its own
+The first job lists the goals a run would move now (`runnable` in `harness status --json`,
+read without the secret: a step, a decision pushed from a laptop, a recurring goal's due
+run); the matrix job runs `harness run <id> --push origin` on its own
 runner, one concurrency group per goal; the last job writes one summary and fails, with an
 annotation per goal, when `harness status --check` says a goal needs a human.
 
@@ -62,7 +63,7 @@ permissions:
 
 jobs:
   goals:
-    # Which goals may have something to do: not finished, not waiting for a human.
+    # Which goals have something to do now: not at rest, not waiting for a human.
     runs-on: ubuntu-latest
     timeout-minutes: 15
     outputs:
@@ -75,12 +76,11 @@ jobs:
         id: list
         shell: bash
         run: |
+          # `runnable`: a `harness run <id>` now would move the goal (a step, a pushed
+          # decision to act on, a recurring goal's due run; docs/specs/cli.md).
           ids=$(harness status --json | python -c '
           import json, sys
-          rest = {"completed", "failed", "cancelled", "parked_at_eyes", "needs_attention"}
-          rows = json.load(sys.stdin)
-          todo = [r["id"] for r in rows if r["status"] not in rest and not r.get("waiting_for_approval")]
-          print(json.dumps(todo))
+          print(json.dumps([r["id"] for r in json.load(sys.stdin) if r["runnable"] is True]))
           ')
           echo "ids=$ids" >> "$GITHUB_OUTPUT"
           echo "goals to run: $ids"

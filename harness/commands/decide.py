@@ -88,6 +88,7 @@ def _decide(
     ship: bool,
     push: str | None = None,
 ) -> int:
+    SystemClock(env)  # a malformed HARNESS_NOW is refused before anything is signed
     with open_session(cwd, env, [goal_id], need_secret=False) as session:
         if push is None or not _follow_control(session, push):
             return _sign_decision(session, goal_id, key, extend, env, out, ship=ship, push=push)
@@ -169,7 +170,7 @@ def act_now(
         out.write(text)
         out.flush()
 
-    ctx = RunContext(control, secret, SystemClock(), print_line, env, runner=runner_id(repo))
+    ctx = RunContext(control, secret, SystemClock(env), print_line, env, runner=runner_id(repo))
     with GoalLock(repo.harness_dir() / "locks", goal_id):
         before = _seen(repo, control, goal_id)
         cell = advance_goal(repo, ctx, goal_id, extra=(record,))

@@ -20,6 +20,7 @@ from harness.errors import (
     interruptible,
     invalid,
 )
+from harness.loop.clock import Clock, SystemClock
 from harness.loop.rest import at_rest
 from harness.model.goalid import GOAL_ID_EXPECTED, goal_source
 from harness.model.wording import show_value
@@ -36,7 +37,6 @@ from harness.trust.secret import Secret
 if TYPE_CHECKING:
     import socket
 
-    from harness.loop.clock import Clock
     from harness.loop.context import RunContext
     from harness.store.remote import Remote
 
@@ -57,6 +57,8 @@ def run(
         raise InvalidInput(f"--max-steps: {max_steps} (expected a whole number ≥ 1)")
     if jobs < 1:
         raise InvalidInput(f"--jobs: {jobs} (expected a whole number ≥ 1)")
+    # HARNESS_NOW (cli.md, "The clock"): a malformed value is refused before anything runs.
+    clock = clock if clock is not None else SystemClock(env)
     # The goal ids are checked before any lock file or worktree path is made from them.
     with open_session(cwd, env, goal_ids) as session:
         if push is None or not _follow_control(session, push):
@@ -83,7 +85,7 @@ def _run(
     env: Mapping[str, str],
     out: TextIO,
     err: TextIO,
-    clock: Clock | None,
+    clock: Clock,
     jobs: int,
     as_json: bool,
 ) -> int:
@@ -118,16 +120,14 @@ def _run(
     @functools.cache
     def context() -> RunContext:
         """The loop's context, made (and the loop imported) for the first goal that moves."""
-        from harness.loop.clock import SystemClock
         from harness.loop.context import RunContext
         from harness.store.remote import runner_id
 
         terminal = err if err.isatty() and not as_json else None
-        run_clock = clock or SystemClock()
         return RunContext(
             control,
             secret,
-            run_clock,
+            clock,
             print_line,
             env,
             max_steps,
@@ -137,8 +137,7 @@ def _run(
         )
 
     def advance(goal_id: str) -> Cell:
-        now = clock.now() if clock is not None else _now()
-        cell = at_rest(repo, control, secret, remote, goal_id, now)
+        cell = at_rest(repo, control, secret, remote, goal_id, clock.now())
         if cell is not None:
             return cell
         from harness.loop.advance import advance_goal
@@ -213,13 +212,12 @@ def _advance_and_tell(
 def _tell_if_stale(
     session: Session[Secret],
     goal_id: str,
-    clock: Clock | None,
+    clock: Clock,
     env: Mapping[str, str],
     err: TextIO | None,
 ) -> None:
     """After the run's turn at a goal (advanced, resting, busy or refused): the stale
     notification if its cell, as now recorded, is stale, and not yet told (notify.md)."""
-    from harness.loop.clock import SystemClock  # a small module: the loop stays unimported
     from harness.record.stale import is_stale
 
     repo, control = session.repo, session.control
@@ -234,7 +232,7 @@ def _tell_if_stale(
         cell = parse_cell(data, source, goal_id, session.secret.goal_key(goal_id))
     except (OSError, HarnessError):
         return  # no cell, or one that does not verify: the run itself names that
-    if control.owners_moved(cell) or not is_stale(cell, (clock or SystemClock()).now()):
+    if control.owners_moved(cell) or not is_stale(cell, clock.now()):
         return  # the common case (a goal at rest is not stale): nothing more is imported
     from harness.loop.notify import notify_stale
 
@@ -330,13 +328,6 @@ def _waits_for_approval(goal_id: str, exc: NotApproved, err: TextIO, quiet: bool
     if not quiet:
         err.write(line(f"harness: {goal_id}: waiting for approval: {exc}"))
     return {"id": goal_id, "result": "waiting_for_approval", "exit_code": 0, "message": str(exc)}
-
-
-def _now() -> str:
-    """The wall time in the ledger's format (loop/clock.py's, without importing the loop)."""
-    from datetime import UTC, datetime
-
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def _requests(fd: int) -> Iterator[tuple[str, socket.socket]]:

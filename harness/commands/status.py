@@ -17,6 +17,7 @@ from harness.errors import HarnessError, InvalidInput
 from harness.loop.clock import SystemClock
 from harness.loop.contain.sandbox import notice
 from harness.loop.control import Control
+from harness.loop.runnable import runnable
 from harness.record.cell import Cell, Unavailable, parse_cell, peek_cell, rule_counts_json
 from harness.record.events import TERMINAL, WAITING
 from harness.record.render import unavailable_text
@@ -48,13 +49,14 @@ def status(
     out: TextIO,
     err: TextIO = sys.stderr,
 ) -> int:
+    clock = SystemClock(env)  # a malformed HARNESS_NOW is refused before anything is read
     session = (
         open_session(cwd, env, goal_ids)
         if secret_here(env)
         else open_session(cwd, env, goal_ids, need_secret=False)
     )
     with session as opened:
-        cells, rows = _rows(opened, goal_ids)
+        cells, rows = _rows(opened, goal_ids, clock.now())
         uncontained = notice(opened.control.config.sandbox, env)
         notes = [] if goal_ids else nothing_notes(opened.control, bool(rows), "goals")
         if check and opened.control.config.notify is not None:  # what monitors call
@@ -86,7 +88,7 @@ def _tell_stale(
 
 
 def _rows(
-    session: Session[Secret] | Session[Secret | None], goal_ids: list[str]
+    session: Session[Secret] | Session[Secret | None], goal_ids: list[str], now: str
 ) -> tuple[list[Cell], list[dict[str, Any]]]:
     """One row per goal named, or per goal on the control ref or with a branch (a goal
     branch this clone has only as a remote's counts: remote_goal.remote_goal_branches)."""
@@ -112,7 +114,8 @@ def _rows(
     # git process for all of them, not two requests a goal.
     control.prefetch_goal_files([c.goal for c in cells if c.status not in TERMINAL | WAITING])
     locks = repo.harness_dir() / "locks"
-    return cells, [_row(repo, control, heads, locks, cell, secret is not None) for cell in cells]
+    verified = secret is not None
+    return cells, [_row(repo, control, heads, locks, cell, verified, now) for cell in cells]
 
 
 def _cell(control: Control, goal_id: str, data: bytes | None, key: bytes | None) -> Cell:
@@ -148,12 +151,18 @@ def _cells(
 
 
 def _row(
-    repo: Repo, control: Control, heads: dict[str, str], locks: Path, cell: Cell, verified: bool
+    repo: Repo,
+    control: Control,
+    heads: dict[str, str],
+    locks: Path,
+    cell: Cell,
+    verified: bool,
+    now: str,
 ) -> dict[str, Any]:
     goal_id = cell.goal
     branch = control.branch(goal_id)
     shown = cell.status
-    elsewhere = _elsewhere(repo, cell)
+    elsewhere = _elsewhere(repo, cell, now)
     # Only a running goal's lock changes what is shown (running, or paused when nobody
     # holds it); the probe is not made for the others.
     if shown == "running" and elsewhere is None and not _held(locks, goal_id):
@@ -163,7 +172,7 @@ def _row(
     # decision applies and no step runs, whatever gate the cell shows (issue 18).
     moved = cell.status not in TERMINAL and control.owners_moved(cell)
     waits = _waits_for_approval(control, goal_id, cell)
-    return {
+    row = {
         "id": goal_id,
         "status": shown,
         "step": None if stopped and cell.gate in STEP_RESULT_GATES else cell.step,
@@ -184,8 +193,24 @@ def _row(
         "rules": rule_counts_json(cell),
         "advanced_at": cell.advanced_at,
         "stale_after_s": stale_after(cell),
-        "stale": not (waits or moved) and is_stale(cell, SystemClock().now()),
-    } | _recurring(cell)
+        "stale": not (waits or moved) and is_stale(cell, now),
+    }
+    return row | _next(control, cell, shown, elsewhere is not None or waits, now) | _recurring(cell)
+
+
+def _next(
+    control: Control, cell: Cell, shown: str, held_or_waiting: bool, now: str
+) -> dict[str, Any]:
+    """What the goal needs next (cli.md): whether `harness run` now would move it, whether
+    it waits for a human's signed decision, when a recurring goal's next run is due. A goal
+    another process runs (its lock held here, a live lease elsewhere) or waiting for its run
+    approval is not runnable; the approval is `waiting_for_approval`'s."""
+    moves = shown != "running" and not held_or_waiting and runnable(control, cell.goal, cell, now)
+    return {
+        "runnable": moves,
+        "decision_pending": cell.status in WAITING and not moves,
+        "next_run_due": cell.next_run_due(),
+    }
 
 
 def _held(locks: Path, goal_id: str) -> bool:
@@ -203,19 +228,18 @@ def _recurring(cell: Cell) -> dict[str, Any]:
         "run": cell.run,
         "every_s": cell.every_s,
         "run_started_at": cell.run_started_at,
-        "next_run_due": cell.next_run_due(),
         "lifetime_used": asdict(used) if used else None,
         "lifetime_limit": {k: v for k, v in asdict(caps).items() if v is not None} if caps else {},
     }
 
 
-def _elsewhere(repo: Repo, cell: Cell) -> dict[str, str] | None:
+def _elsewhere(repo: Repo, cell: Cell, now: str) -> dict[str, str] | None:
     """The step another clone started and may still be running (its lease has not run
     out), as this clone last fetched the branch: that goal is not paused."""
     flight = cell.in_flight
     if cell.status != "running" or flight is None:
         return None
-    if not flight.held_elsewhere(runner_id(repo), SystemClock().now):
+    if not flight.held_elsewhere(runner_id(repo), lambda: now):
         return None  # this clone's, or that runner is gone: the next run here takes it over
     step = f"{flight.step}[{flight.iteration}]"
     return {"step": step, "runner": flight.runner, "lease_until": flight.lease_until}

@@ -1,5 +1,6 @@
 """A recurring goal's next run (`every:`): when it is due, how it starts, how a kill while
-it starts is finished (docs/specs/loop.md, "Recurring goals").
+it starts is finished (docs/specs/loop.md, "Recurring goals"). When is the schedule's
+(record/schedule.py): anchored times, each an interval after the one before.
 
 Run N ≥ 2 begins with `run.started`; its checkpoint makes the goal branch's next commit from
 the control branch's head at that moment (today's code, not the last run's goal branch):
@@ -33,12 +34,17 @@ def start_next_run(rec: Recorder, control: str) -> None:
     cap is reached (else the goal stops at `needs_attention` / `lifetime_exhausted`).
     `control`: the control commit the run would start from."""
     cell = rec.cell
-    if cell.status not in TERMINAL or not cell.run_due(rec.clock.now()):
+    if cell.status not in TERMINAL:
+        return
+    now = rec.clock.now()  # read only between runs (one reading: due, and what it stands for)
+    if not cell.run_due(now):
         return
     if cell.lifetime_hits(starting=True):
         rec.gate("needs_attention", "lifetime_exhausted", cell.lifetime_text(starting=True))
         return
-    data = {"run": cell.run + 1, "control_commit": control, "due_at": cell.next_run_due()}
+    # The anchored time this run stands for: after a runner was away for several intervals,
+    # the last one it reached, so it runs once and the next is due after now (schedule.py).
+    data = {"run": cell.run + 1, "control_commit": control, "due_at": cell.run_slot(now)}
     rec.emit("run.started", None, 1, data)
     commit_run_start(rec, control)
 

@@ -11,7 +11,6 @@ import hashlib
 import hmac
 import math
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -26,6 +25,7 @@ from harness.record.events import (
     is_step,
 )
 from harness.record.position import START, Position
+from harness.record.schedule import is_time_or_none, next_due, reached, slot
 from harness.store.fsutil import atomic_write, canonical_json, read_no_follow, strict_json_loads
 
 if TYPE_CHECKING:
@@ -191,10 +191,12 @@ class Cell:
     rule_counts: tuple[RuleCount, ...] | None = None
     advanced_at: str | None = None
     # A recurring goal (`every`, docs/specs/cell.md): the run the cell is in, when and from
-    # which control commit it started, how the last run ended (None while one is under way),
-    # the interval, and the spend over all runs with its caps. All default for a one-shot goal.
+    # which control commit it started, when it was due (its schedule's anchor; None in a cell
+    # written before it was kept), how the last run ended (None while one is under way), the
+    # interval, and the spend over all runs with its caps. All default for a one-shot goal.
     run: int = 1
     run_started_at: str | None = None
+    run_due_at: str | None = None
     run_base: str | None = None
     run_ended: Status | None = None
     every_s: int | None = None
@@ -226,19 +228,20 @@ class Cell:
         return hits
 
     def next_run_due(self) -> str | None:
-        """When a recurring goal's next run is due: its run's start plus `every` (so a runner
-        down for several intervals makes one run, due again an interval after it starts)."""
-        if self.every_s is None or self.run_started_at is None:
-            return None
-        start = datetime.fromisoformat(self.run_started_at.replace("Z", "+00:00"))
-        due = start + timedelta(seconds=self.every_s)
-        return due.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+        """When a recurring goal's next run is due: an interval after its run was due (a
+        cell written before `run_due_at` was kept: after its run started; schedule.py)."""
+        return next_due(self.run_due_at or self.run_started_at, self.every_s)
 
     def run_due(self, now: str) -> bool:
-        """The run has ended and the next is due at `now` (a run waiting for a human is not
-        ended: runs never pile up). Times in the clock's format compare as text."""
+        """The run has ended and the next may start at `now` (a run waiting for a human is
+        not ended: runs never pile up)."""
         due = self.next_run_due()
-        return due is not None and self.status in TERMINAL and now >= due
+        return due is not None and self.status in TERMINAL and reached(due, self.every_s or 0, now)
+
+    def run_slot(self, now: str) -> str | None:
+        """The anchored time a run started at `now` stands for (schedule.slot)."""
+        due = self.next_run_due()
+        return None if due is None else slot(due, self.every_s or 0, now)
 
     def lifetime_hits(self, starting: bool = False) -> list[str]:
         """The lifetime caps the spend over all runs has reached; `runs` (the runs started)
@@ -403,6 +406,7 @@ _OPTIONAL: dict[str, Any] = {
     "rule_counts": None,
     "run": 1,
     "run_started_at": None,
+    "run_due_at": None,
     "run_base": None,
     "run_ended": None,
     "every_s": None,
@@ -462,6 +466,9 @@ def _check_runs(cell: Cell, source: str) -> None:
     """A recurring goal's numbers are trusted no more than its budget (fail safe)."""
     if type(cell.run) is not int or cell.run < 1:
         raise TrustFailure(f"{source}: run: {cell.run!r} is not a run number")
+    for name in ("run_started_at", "run_due_at"):
+        if not is_time_or_none(getattr(cell, name)):
+            raise TrustFailure(f"{source}: {name}: {getattr(cell, name)!r} is not a time")
     for name, record, positive in (
         ("lifetime_used", cell.lifetime_used, False),
         ("lifetime_limit", cell.lifetime_limit, True),

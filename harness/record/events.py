@@ -272,7 +272,10 @@ class RunStarted(TypedDict):
 
     run: int
     control_commit: str  # the control branch's head the run starts from
-    due_at: str  # when the run was due: the previous run's start plus `every`
+    # The anchored time the run stands for: the previous run's `due_at` (the first run's
+    # start) plus `every`, or the last such time reached when runs were missed; in records
+    # from before anchoring, the previous run's start plus `every` (record/schedule.py).
+    due_at: str
 
 
 # The data type of each event type: what a reader of `event.data` may rely on.

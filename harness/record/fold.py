@@ -91,8 +91,8 @@ def _recurring(cell: Cell, event: Event) -> Cell:
         used = cell.used
         spent = LifetimeUsed(used.cost_usd, used.seconds, used.turns, cell.run)
         cell = replace(cell, lifetime_used=spent)
-    if cell.run_started_at is None:
-        cell = replace(cell, run_started_at=event.ts)
+    if cell.run_started_at is None:  # its first run: due at its start (schedule.py)
+        cell = replace(cell, run_started_at=event.ts, run_due_at=event.ts)
     return cell
 
 
@@ -401,6 +401,7 @@ def _on_run_started(cell: Cell, event: Event) -> Cell:
         warned=(),
         run=data["run"],
         run_started_at=event.ts,
+        run_due_at=data["due_at"],
         run_base=data["control_commit"],
         run_ended=None,
         lifetime_used=replace(life, runs=life.runs + 1),

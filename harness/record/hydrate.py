@@ -333,5 +333,8 @@ def _check_working_cell(
         if working.rule_counts is None:
             # Written before the owner rules' counts were kept: the same exception.
             folded = replace(folded, rule_counts=None)
+        if working.run_due_at is None:
+            # Written before a recurring goal's run kept when it was due: the same again.
+            folded = replace(folded, run_due_at=None)
     if working is not None and folded != working:
         raise _refuse(paths, f"the cell does not match the ledger folded up to event {at.seq}")

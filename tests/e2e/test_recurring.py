@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import time
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -169,13 +169,21 @@ def test_three_missed_intervals_give_one_catch_up_run(managed: ManagedFactory) -
     row = repo.status()
     started = [e for e in events(repo) if e["type"] == "run.started"]
     assert (row["run"], len(started), len(repo.count("build"))) == (2, 1, 2)
-    # It was due at the first run's start plus every; the next is due an interval after
-    # the catch-up run's own start, not at the missed slots.
-    assert started[0]["data"]["due_at"] == first["next_run_due"]
+    # The schedule is anchored at the first run's start: the catch-up run stands for the
+    # last anchored time it reached (three or more intervals on), and the next is due an
+    # interval after that, the first anchored time after the catch-up run began.
     assert row["run_started_at"] == started[0]["ts"]
-    run_start = datetime.fromisoformat(started[0]["ts"].replace("Z", "+00:00"))
-    due = datetime.fromisoformat(row["next_run_due"].replace("Z", "+00:00"))
-    assert (due - run_start).total_seconds() == 2
+    anchor = _moment(first["run_started_at"])
+    stands_for = _moment(started[0]["data"]["due_at"])
+    periods = (stands_for - anchor) / timedelta(seconds=2)
+    assert periods == int(periods) and periods >= 3, (anchor, stands_for)
+    due = _moment(row["next_run_due"])
+    assert due - stands_for == timedelta(seconds=2)
+    assert due > _moment(started[0]["ts"])
+
+
+def _moment(ts: str) -> datetime:
+    return datetime.fromisoformat(ts.replace("Z", "+00:00"))
 
 
 RUN_START_POINTS = [

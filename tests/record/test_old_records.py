@@ -12,6 +12,7 @@ import os
 import shutil
 import subprocess
 import sys
+from datetime import datetime, timedelta
 from pathlib import Path
 
 from harness.commands.demo import DEMO_SECRET, GOAL_ID
@@ -35,7 +36,7 @@ def _harness(root: Path, env: dict[str, str], *args: str) -> subprocess.Complete
     )
 
 
-def _unbundled(tmp_path: Path) -> Path:
+def _unbundled(tmp_path: Path, bundle: str = "parked-at-ship.bundle") -> Path:
     root = tmp_path / "repo"
     git(tmp_path, "init", "-q", "-b", "main", str(root))
     git(
@@ -43,7 +44,7 @@ def _unbundled(tmp_path: Path) -> Path:
         "fetch",
         "-q",
         "--update-head-ok",
-        str(RECORDS / "parked-at-ship.bundle"),
+        str(RECORDS / bundle),
         "refs/heads/*:refs/heads/*",
     )
     git(root, "checkout", "-q", "main")
@@ -93,6 +94,51 @@ def test_the_earlier_release_s_record_is_refused_when_a_byte_of_it_changes(tmp_p
     git(root, "checkout", "-q", "main")
     checked = _harness(root, env, "verify")
     assert checked.returncode == 3, checked.stdout + checked.stderr
+
+
+def test_a_recurring_goal_recorded_before_anchoring_runs_on_from_its_due_time(
+    tmp_path: Path,
+) -> None:
+    """`recurring-run-2.bundle` (every: 2s) was recorded when a run was due at the last
+    start plus `every`: its cell has no `run_due_at`, its `run.started` a `due_at` of run 1's
+    start plus 2 s. It verifies, shows its next run, runs it on the schedule anchored at
+    that `due_at` (not at run 2's later start) exactly once, and verifies again."""
+    root = _unbundled(tmp_path, "recurring-run-2.bundle")
+    counters = tmp_path / "counters"
+    counters.mkdir()
+    later = "2026-12-03T14:40:00.100Z"  # a minute after the bundle's runs
+    env = {**os.environ, "HARNESS_SECRET": SECRET, "TEST_COUNTER_DIR": str(counters)}
+    env |= {"HARNESS_NOW": later}
+    checked = _harness(root, env, "verify")
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    row = json.loads(_harness(root, env, "status", "--json").stdout)[0]
+    assert (row["status"], row["run"], row["runnable"], row["verified"]) == (
+        "completed",
+        2,
+        True,
+        True,
+    )
+    for _ in range(2):  # one catch-up run, not one per missed interval
+        ran = _harness(root, env, "run")
+        assert ran.returncode == 0, ran.stdout + ran.stderr
+    row = json.loads(_harness(root, env, "status", "--json").stdout)[0]
+    assert (row["status"], row["run"]) == ("completed", 3)
+    text = git(root, "show", "harness/g1:ledger/g1/events/000001.jsonl")
+    started = [
+        e for e in (json.loads(x)["e"] for x in text.splitlines()) if e["type"] == "run.started"
+    ]
+    old_due = _moment(started[0]["data"]["due_at"])
+    stands_for = _moment(started[1]["data"]["due_at"])
+    assert old_due < _moment(started[0]["ts"])  # the bundle's run 2 started after it was due
+    periods = (stands_for - old_due) / timedelta(seconds=2)
+    assert periods == int(periods) and periods > 1, (old_due, stands_for)
+    assert _moment(row["next_run_due"]) - stands_for == timedelta(seconds=2)
+    checked = _harness(root, env, "verify")
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+def _moment(ts: str) -> datetime:
+    return datetime.fromisoformat(ts.replace("Z", "+00:00"))
 
 
 def test_a_record_older_than_the_sandbox_field_reads_as_unknown() -> None:
