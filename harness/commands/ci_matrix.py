@@ -14,7 +14,7 @@ environment (loop/steps.py) and sees `.git` read-only under the sandbox (sandbox
 
 from __future__ import annotations
 
-from harness.commands.ci_github import (
+from harness.commands.ci_steps import (
     INSTALL_BUBBLEWRAP,
     PUSH_ENV,
     SETUP_STEPS,
