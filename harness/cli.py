@@ -411,13 +411,16 @@ _PUSH = click.option(
 @click.option(
     "--install",
     metavar="SPEC",
-    help="What the workflow pip-installs (default: this harness's version, pinned).",
+    help=(
+        "What the workflow pip-installs: git+https://…@<full commit>, or a requirements file "
+        "with hashes (default: the commit this harness was installed from by git)."
+    ),
 )
 @click.option("--matrix", is_flag=True, help="One job per goal (GitHub's matrix), then a summary.")
 def ci_github(force: bool, cron: str, install: str | None, matrix: bool) -> None:
     """Write .github/workflows/harness.yml: every 30 minutes, one run at a time.
 
-    Example: harness ci github --schedule '0 2 * * *' && harness secret new --print | gh secret set HARNESS_SECRET
+    Example: harness ci github --schedule '0 2 * * *' && harness secret new --print | gh secret set HARNESS_SECRET --env goal-harness
     """
     from harness.commands.ci_github import ci_github as run_ci_github
 

@@ -1,7 +1,11 @@
 """`harness ci github`: the GitHub Actions workflow (one job, or `--matrix`: one per goal).
 
 It follows the shared choices of the generated set-ups (harness/commands/ci.py): the
-harness pinned, the secret through a file, `harness run --push origin`.
+harness pinned (ci_install.py), the secret through a file, `harness run --push origin`.
+What a workflow holds is kept small: every action at a full commit, no token in
+`.git/config` (`persist-credentials: false`; the harness's own pushes get it through
+GIT_ASKPASS), a read-only token except in the job that pushes, and the secret in the
+`goal-harness` environment, where an owner can add required reviewers.
 """
 
 from __future__ import annotations
@@ -11,6 +15,17 @@ from pathlib import Path
 from typing import TextIO
 
 from harness.commands.ci import branch_prefix
+from harness.commands.ci_install import install_command
+from harness.commands.ci_matrix import github_matrix_workflow
+from harness.commands.ci_steps import (
+    ENVIRONMENT,
+    INSTALL_BUBBLEWRAP,
+    PUSH_ENV,
+    SETUP_STEPS,
+    WRITE_ASKPASS,
+    WRITE_SECRET,
+    fill,
+)
 from harness.errors import InvalidInput
 from harness.record.visible import line
 from harness.store.fsutil import atomic_write
@@ -29,10 +44,11 @@ def ci_github(
     cron: str = DEFAULT_GITHUB_CRON,
     install: str | None = None,
     matrix: bool = False,
+    direct_url: str | None = None,
 ) -> int:
     """Write .github/workflows/harness.yml; refuse to replace one unless `force`."""
-    spec = install_spec(install)
     root = Repo.discover(cwd).root
+    command = install_command(install, root, direct_url)
     _check_github_cron(cron)
     target = root / WORKFLOW_PATH
     if target.exists() and not force:
@@ -41,27 +57,23 @@ def ci_github(
         )
     prefix = branch_prefix(root)
     if matrix:
-        from harness.commands.ci_matrix import github_matrix_workflow
-
-        text = github_matrix_workflow(prefix, spec, cron)
+        text = github_matrix_workflow(prefix, command, cron)
     else:
-        text = github_workflow(prefix, cron, spec)
+        text = github_workflow(prefix, cron, command)
     atomic_write(target, text.encode())
     out.write(line(f"wrote {WORKFLOW_PATH}"))
     out.write(
-        "next: add the repository secret HARNESS_SECRET (a value from "
-        "`harness secret new --print`), then commit the workflow\n"
+        line(
+            "next: put the secret HARNESS_SECRET (a value from `harness secret new --print`) "
+            f"in the environment {ENVIRONMENT} (Settings > Environments; add required "
+            "reviewers there) or in the repository's secrets, then commit the workflow"
+        )
     )
     return 0
 
 
-def github_workflow(
-    branch_prefix: str, cron: str = DEFAULT_GITHUB_CRON, install: str | None = None
-) -> str:
-    refs = f"refs/heads/{branch_prefix}"
-    spec = install_spec(install)
-    text = _WORKFLOW.replace("@REFS@", refs).replace("@PREFIX@", branch_prefix)
-    return text.replace("@CRON@", cron).replace("@INSTALL@", spec)
+def github_workflow(branch_prefix: str, cron: str, install_command: str) -> str:
+    return fill(_WORKFLOW, branch_prefix, cron, install_command)
 
 
 def _check_github_cron(cron: str) -> None:
@@ -73,32 +85,15 @@ def _check_github_cron(cron: str) -> None:
         )
 
 
-# A requirement (`goal-harness==0.1.0`) or a pip URL (`git+https://…@<tag>`): one shell word
-# inside double quotes in a YAML plain scalar, so nothing that could end either.
-_INSTALL_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._\-\[\],=<>!~+:/@#%]*")
-
-
-def install_spec(install: str | None) -> str:
-    """What the workflow installs: `install`, else this harness's own version, pinned."""
-    from harness import __version__
-
-    spec = f"goal-harness=={__version__}" if install is None else install
-    if not _INSTALL_RE.fullmatch(spec):
-        raise InvalidInput(
-            f"--install: {spec!r} is not an install spec (expected a pinned requirement such "
-            "as goal-harness==0.1.0, or a pip URL such as git+https://…/goal-harness@v0.1.0, "
-            "without blanks, quotes or $)"
-        )
-    return spec
-
-
 # Written as text, not dumped from a dict, so that the comments reach the reader. The run
 # step treats 4 (another runner holds every goal) as success; every other non-zero exit
 # fails the job. The summary step runs even after a failure, because that is when it is
 # read.
-_WORKFLOW = """\
+_WORKFLOW = (
+    """\
 # goal-harness: advance the approved goals on a schedule (made by `harness ci github`).
-# Needs the repository secret HARNESS_SECRET (a value from `harness secret new --print`).
+# Needs the secret HARNESS_SECRET (a value from `harness secret new --print`) in the
+# environment @ENVIRONMENT@ or in the repository's secrets.
 # Guide: docs/guide/scheduling.md in goal-harness.
 name: goal-harness
 
@@ -113,58 +108,32 @@ concurrency:
   group: goal-harness
   cancel-in-progress: false
 
-permissions:
-  contents: write  # the run commits to, and pushes, the goal branches @PREFIX@<id>
+# No job token rights unless a job asks for them below.
+permissions: {}
 
 jobs:
   run:
     runs-on: ubuntu-latest
+    # The secret's home: an owner can require reviewers, or allow the default branch only.
+    environment: @ENVIRONMENT@
+    permissions:
+      contents: write  # the run commits to, and pushes, the goal branches @PREFIX@<id>
     # A bound on a stuck job; each step also has its own timeout in the goal file.
     timeout-minutes: 360
     steps:
-      - uses: actions/checkout@v4
-        with:
-          fetch-depth: 0  # full history: goal branches share it with the control branch
-      - uses: actions/setup-python@v5
-        with:
-          python-version: "3.11"
-      - name: Install goal-harness
-        # Pinned (`harness ci github --install SPEC`): this job holds contents: write and
-        # the secret, so it installs exactly this, never whatever a name resolves to today.
-        run: python -m pip install "@INSTALL@"
-      - name: Install bubblewrap
-        # Every step runs contained under bwrap (`sandbox: auto`; docs/specs/sandbox.md).
-        # Ubuntu 24.04 lets AppArmor forbid the user namespaces bwrap makes; lift that on
-        # this throw-away runner, or `sandbox: required` refuses to run.
-        shell: bash
-        run: |
-          command -v bwrap >/dev/null || { sudo apt-get update -qq && sudo apt-get install -y -qq bubblewrap; }
-          if [ "$(sysctl -n kernel.apparmor_restrict_unprivileged_userns 2>/dev/null)" = 1 ]; then
-            sudo sysctl -q -w kernel.apparmor_restrict_unprivileged_userns=0
-          fi
-      - name: Fetch goal branches
-        # Every goal branch becomes a local branch, so the summary shows every goal. One
-        # that exists here already is left alone: `harness run --push` brings it to the
-        # remote's state fast-forward-only.
-        shell: bash
-        run: |
-          git fetch --no-tags --prune origin "+@REFS@*:refs/remotes/origin/@PREFIX@*"
-          for ref in $(git for-each-ref --format='%(refname:lstrip=3)' "refs/remotes/origin/@PREFIX@"); do
-            git show-ref -q --verify "refs/heads/$ref" || git branch -q --no-track "$ref" "origin/$ref"
-          done
-      # The secret goes into a file only this job's user can read, by a step that ends at
-      # once; the steps that stay alive as the harness's parent never hold it.
-      - name: Write the secret to a file
-        shell: bash
-        env:
-          HARNESS_SECRET: ${{ secrets.HARNESS_SECRET }}
-        run: |
-          umask 077
-          printf '%s\\n' "$HARNESS_SECRET" > "$RUNNER_TEMP/goal-harness-secret"
+"""
+    + SETUP_STEPS
+    + INSTALL_BUBBLEWRAP
+    + WRITE_SECRET
+    + WRITE_ASKPASS
+    + """\
       - name: Run goals
         shell: bash
         env:
           HARNESS_SECRET_FILE: ${{ runner.temp }}/goal-harness-secret
+"""
+    + PUSH_ENV
+    + """\
         run: |
           code=0
           harness run --push origin || code=$?
@@ -198,7 +167,7 @@ jobs:
         run: harness report --all --out "$RUNNER_TEMP/goal-harness-report" || echo "::warning::harness report exited $?"
       - name: Upload the report site
         if: always()
-        uses: actions/upload-artifact@v4
+        uses: @UPLOAD_ARTIFACT@
         with:
           name: goal-harness-report
           path: ${{ runner.temp }}/goal-harness-report
@@ -206,5 +175,6 @@ jobs:
       - name: Remove the secret file
         if: always()
         shell: bash
-        run: rm -f "$RUNNER_TEMP/goal-harness-secret"
+        run: rm -f "$RUNNER_TEMP/goal-harness-secret" "$RUNNER_TEMP/goal-harness-askpass"
 """
+)

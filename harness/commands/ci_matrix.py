@@ -14,42 +14,25 @@ environment (loop/steps.py) and sees `.git` read-only under the sandbox (sandbox
 
 from __future__ import annotations
 
+from harness.commands.ci_steps import (
+    INSTALL_BUBBLEWRAP,
+    PUSH_ENV,
+    SETUP_STEPS,
+    WRITE_ASKPASS,
+    WRITE_SECRET,
+    fill,
+)
 
-def github_matrix_workflow(branch_prefix: str, install: str, cron: str) -> str:
-    refs = f"refs/heads/{branch_prefix}"
-    text = _MATRIX.replace("@REFS@", refs).replace("@PREFIX@", branch_prefix)
-    return text.replace("@INSTALL@", install).replace("@CRON@", cron)
 
+def github_matrix_workflow(branch_prefix: str, install_command: str, cron: str) -> str:
+    return fill(_MATRIX, branch_prefix, cron, install_command)
 
-# The steps every job shares: Python, the pinned harness, the goal branches as local ones.
-_SETUP = """\
-      - uses: actions/checkout@v4
-        with:
-          fetch-depth: 0  # full history: goal branches share it with the control branch
-          persist-credentials: false  # no token in .git/config, where a step could read it
-      - uses: actions/setup-python@v5
-        with:
-          python-version: "3.11"
-      - name: Install goal-harness
-        # Pinned (`harness ci github --install SPEC`): never whatever a name resolves to.
-        run: python -m pip install "@INSTALL@"
-      - name: Fetch goal branches
-        shell: bash
-        env:
-          GH_TOKEN: ${{ github.token }}
-        run: |
-          auth="AUTHORIZATION: basic $(printf 'x-access-token:%s' "$GH_TOKEN" | base64 -w0)"
-          git -c "http.https://github.com/.extraheader=$auth" fetch --no-tags --prune origin \\
-            "+@REFS@*:refs/remotes/origin/@PREFIX@*"
-          for ref in $(git for-each-ref --format='%(refname:lstrip=3)' "refs/remotes/origin/@PREFIX@"); do
-            git show-ref -q --verify "refs/heads/$ref" || git branch -q --no-track "$ref" "origin/$ref"
-          done
-"""
 
 _MATRIX = (
     """\
 # goal-harness: one job per goal (made by `harness ci github --matrix`).
-# Needs the repository secret HARNESS_SECRET (a value from `harness secret new --print`).
+# Needs the secret HARNESS_SECRET (a value from `harness secret new --print`) in the
+# environment @ENVIRONMENT@ or in the repository's secrets.
 # Guide: docs/guide/scheduling.md in goal-harness.
 name: goal-harness
 
@@ -58,19 +41,21 @@ on:
     - cron: "@CRON@"  # UTC (`harness ci github --schedule`); GitHub may start runs late
   workflow_dispatch: {}
 
-permissions:
-  contents: write  # the runs push the goal branches @PREFIX@<id>
+# No job token rights unless a job asks for them below.
+permissions: {}
 
 jobs:
   goals:
     # Which goals have something to do now: not at rest, not waiting for a human.
     runs-on: ubuntu-latest
+    permissions:
+      contents: read
     timeout-minutes: 15
     outputs:
       ids: ${{ steps.list.outputs.ids }}
     steps:
 """
-    + _SETUP
+    + SETUP_STEPS
     + """\
       - name: List goals
         id: list
@@ -89,6 +74,10 @@ jobs:
     needs: goals
     if: needs.goals.outputs.ids != '[]'
     runs-on: ubuntu-latest
+    # The secret's home: an owner can require reviewers, or allow the default branch only.
+    environment: @ENVIRONMENT@
+    permissions:
+      contents: write  # the one job that pushes: the goal branches @PREFIX@<id>
     timeout-minutes: 360  # a bound on a stuck job; each step has its own timeout too
     strategy:
       fail-fast: false
@@ -101,34 +90,19 @@ jobs:
       cancel-in-progress: false
     steps:
 """
-    + _SETUP
+    + SETUP_STEPS
+    + INSTALL_BUBBLEWRAP
+    + WRITE_SECRET
+    + WRITE_ASKPASS
     + """\
-      - name: Install bubblewrap
-        # Every step runs contained under bwrap (`sandbox: auto`; docs/specs/sandbox.md).
-        shell: bash
-        run: |
-          command -v bwrap >/dev/null || { sudo apt-get update -qq && sudo apt-get install -y -qq bubblewrap; }
-          if [ "$(sysctl -n kernel.apparmor_restrict_unprivileged_userns 2>/dev/null)" = 1 ]; then
-            sudo sysctl -q -w kernel.apparmor_restrict_unprivileged_userns=0
-          fi
-      - name: Write the secret to a file
-        shell: bash
-        env:
-          HARNESS_SECRET: ${{ secrets.HARNESS_SECRET }}
-        run: |
-          umask 077
-          printf '%s\\n' "$HARNESS_SECRET" > "$RUNNER_TEMP/goal-harness-secret"
-          printf '#!/bin/sh\\ncase "$1" in Username*) echo x-access-token ;; *) echo "$HARNESS_PUSH_TOKEN" ;; esac\\n' \\
-            > "$RUNNER_TEMP/goal-harness-askpass"
-          chmod 700 "$RUNNER_TEMP/goal-harness-askpass"
       - name: Run the goal
         shell: bash
         env:
           HARNESS_SECRET_FILE: ${{ runner.temp }}/goal-harness-secret
-          # Only the harness's git asks for it; every step it starts has it scrubbed.
-          HARNESS_PUSH_TOKEN: ${{ github.token }}
-          GIT_ASKPASS: ${{ runner.temp }}/goal-harness-askpass
           GOAL: ${{ matrix.goal }}
+"""
+    + PUSH_ENV
+    + """\
         run: |
           code=0
           harness run "$GOAL" --push origin || code=$?
@@ -146,18 +120,15 @@ jobs:
     needs: [goals, run]
     if: always()
     runs-on: ubuntu-latest
+    environment: @ENVIRONMENT@
+    permissions:
+      contents: read
     timeout-minutes: 15
     steps:
 """
-    + _SETUP
+    + SETUP_STEPS
+    + WRITE_SECRET
     + """\
-      - name: Write the secret to a file
-        shell: bash
-        env:
-          HARNESS_SECRET: ${{ secrets.HARNESS_SECRET }}
-        run: |
-          umask 077
-          printf '%s\\n' "$HARNESS_SECRET" > "$RUNNER_TEMP/goal-harness-secret"
       - name: Summary
         shell: bash
         env:

@@ -20,7 +20,6 @@ import jsonschema  # type: ignore[import-untyped]
 import pytest
 
 # Neither ships type information; harness/model/yamlutil.py skips jsonschema the same way.
-from harness import __version__
 from harness.cli import cli
 from harness.commands.ci import SERVICE_NAME, TIMER_NAME, ci_cron, ci_systemd, schedule, when
 from harness.commands.ci_github import WORKFLOW_PATH, ci_github
@@ -28,6 +27,7 @@ from harness.errors import InvalidInput
 from harness.model.yamlutil import load_yaml
 from tests.managed import SECRET, ManagedFactory, ManagedRepo, base_goal, git
 from tests.tools import need_tool
+from tests.workflows import PINNED
 
 WORKFLOW_SCHEMA = (
     Path(check_jsonschema.__file__).parent / "builtin_schemas" / "vendor" / "github-workflows.json"
@@ -100,28 +100,31 @@ def _bash(script: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedPr
 
 def test_workflow_validates_against_githubs_schema(repo: Path) -> None:
     out = io.StringIO()
-    assert ci_github(repo, out, force=False) == 0
+    assert ci_github(repo, out, force=False, install=PINNED) == 0
     assert f"wrote {WORKFLOW_PATH}" in out.getvalue()
     _validate(_workflow(repo))
 
 
 def test_workflow_installs_the_spec_given(repo: Path) -> None:
-    spec = "git+https://github.com/example/goal-harness@v0.1.0#egg=goal-harness"
+    spec = f"{PINNED}#egg=goal-harness"
     ci_github(repo, io.StringIO(), force=False, install=spec)
     wf = _workflow(repo)
     _validate(wf)
     assert _step(wf, "Install goal-harness")["run"] == f'python -m pip install "{spec}"'
 
 
-@pytest.mark.parametrize("spec", ["goal-harness; rm -rf /", 'x"y', "$(id)", "a b", ""])
+@pytest.mark.parametrize(
+    "spec",
+    ["goal-harness; rm -rf /", 'x"y', "$(id)", "a b", "", f'{PINNED}"x', f"{PINNED} $(id)"],
+)
 def test_an_install_spec_that_could_escape_is_refused(repo: Path, spec: str) -> None:
-    with pytest.raises(InvalidInput, match=r"^--install: .* is not an install spec"):
+    with pytest.raises(InvalidInput, match=r"^--install: .* is not a pinned install spec"):
         ci_github(repo, io.StringIO(), force=False, install=spec)
     assert not (repo / WORKFLOW_PATH).exists()
 
 
 def test_schema_check_is_not_vacuous(repo: Path) -> None:
-    ci_github(repo, io.StringIO(), force=False)
+    ci_github(repo, io.StringIO(), force=False, install=PINNED)
     broken = _workflow(repo)
     del broken["jobs"]["run"]["runs-on"]
     with pytest.raises(jsonschema.ValidationError):
@@ -129,20 +132,19 @@ def test_schema_check_is_not_vacuous(repo: Path) -> None:
 
 
 def test_workflow_has_the_promised_shape(repo: Path) -> None:
-    ci_github(repo, io.StringIO(), force=False)
+    ci_github(repo, io.StringIO(), force=False, install=PINNED)
     wf = _workflow(repo)
     assert wf["on"]["schedule"] == [{"cron": "*/30 * * * *"}]
     assert "workflow_dispatch" in wf["on"]
     assert wf["concurrency"] == {"group": "goal-harness", "cancel-in-progress": False}
-    assert wf["permissions"] == {"contents": "write"}
+    assert wf["permissions"] == {}
     job = wf["jobs"]["run"]
+    assert job["permissions"] == {"contents": "write"}
     assert job["runs-on"] == "ubuntu-latest"
     uses = {s["uses"].split("@")[0]: s for s in job["steps"] if "uses" in s}
-    assert uses["actions/checkout"]["with"] == {"fetch-depth": 0}
+    assert uses["actions/checkout"]["with"] == {"fetch-depth": 0, "persist-credentials": False}
     assert uses["actions/setup-python"]["with"] == {"python-version": "3.11"}
-    assert _step(wf, "Install goal-harness")["run"] == (
-        f'python -m pip install "goal-harness=={__version__}"'
-    )
+    assert _step(wf, "Install goal-harness")["run"] == f'python -m pip install "{PINNED}"'
     assert job["timeout-minutes"] == 360
     bubblewrap = _step(wf, "Install bubblewrap")["run"]
     assert "sudo apt-get install -y -qq bubblewrap" in bubblewrap
@@ -152,11 +154,15 @@ def test_workflow_has_the_promised_shape(repo: Path) -> None:
     write = _step(wf, "Write the secret to a file")
     assert write["env"] == {"HARNESS_SECRET": "${{ secrets.HARNESS_SECRET }}"}
     run = _step(wf, "Run goals")
-    assert run["env"] == {"HARNESS_SECRET_FILE": "${{ runner.temp }}/goal-harness-secret"}
+    assert run["env"] == {
+        "HARNESS_SECRET_FILE": "${{ runner.temp }}/goal-harness-secret",
+        "HARNESS_PUSH_TOKEN": "${{ github.token }}",
+        "GIT_ASKPASS": "${{ runner.temp }}/goal-harness-askpass",
+    }
     assert "harness run --push origin" in run["run"]
     summary = _step(wf, "Summary")
     assert summary["if"] == "always()"
-    assert summary["env"] == run["env"]
+    assert summary["env"] == {"HARNESS_SECRET_FILE": "${{ runner.temp }}/goal-harness-secret"}
     assert "$GITHUB_STEP_SUMMARY" in summary["run"]
     assert "pin" in (repo / WORKFLOW_PATH).read_text().lower()
     removal = _step(wf, "Remove the secret file")
@@ -171,7 +177,7 @@ def test_workflow_has_the_promised_shape(repo: Path) -> None:
 def test_run_step_fails_the_job_on_1_2_3_not_on_busy(
     repo: Path, tmp_path: Path, code: int, job_fails: bool
 ) -> None:
-    ci_github(repo, io.StringIO(), force=False)
+    ci_github(repo, io.StringIO(), force=False, install=PINNED)
     stub = tmp_path / "stub"
     stub.mkdir()
     (stub / "harness").write_text(f'#!/bin/sh\necho "$@" > "{tmp_path}/args"\nexit {code}\n')
@@ -185,7 +191,7 @@ def test_run_step_fails_the_job_on_1_2_3_not_on_busy(
 
 
 def test_fetch_step_makes_local_goal_branches(repo: Path, tmp_path: Path) -> None:
-    ci_github(repo, io.StringIO(), force=False)
+    ci_github(repo, io.StringIO(), force=False, install=PINNED)
     fetch = _step(_workflow(repo), "Fetch goal branches")["run"]
     remote = tmp_path / "remote.git"
     git(tmp_path, "clone", "-q", "--bare", str(repo), str(remote))
@@ -200,7 +206,7 @@ def test_fetch_step_makes_local_goal_branches(repo: Path, tmp_path: Path) -> Non
 def test_fetch_step_leaves_an_existing_goal_branch_alone(repo: Path, tmp_path: Path) -> None:
     # A kept clone (self-hosted runner) may hold results it never pushed: `harness run
     # --push` pushes them; the fetch step must neither fail nor move the branch back.
-    ci_github(repo, io.StringIO(), force=False)
+    ci_github(repo, io.StringIO(), force=False, install=PINNED)
     fetch = _step(_workflow(repo), "Fetch goal branches")["run"]
     remote = tmp_path / "remote.git"
     git(tmp_path, "clone", "-q", "--bare", str(repo), str(remote))
@@ -218,7 +224,7 @@ def test_fetch_step_leaves_an_existing_goal_branch_alone(repo: Path, tmp_path: P
 def test_workflow_steps_run_a_goal_and_push_it(managed: ManagedFactory, tmp_path: Path) -> None:
     """Fetch, run and summary steps as GitHub would run them, in a fresh clone."""
     repo: ManagedRepo = managed(mode="fix-on-1")
-    ci_github(repo.root, io.StringIO(), force=False)
+    ci_github(repo.root, io.StringIO(), force=False, install=PINNED)
     wf = _workflow(repo.root)
     remote = tmp_path / "remote.git"
     git(tmp_path, "clone", "-q", "--bare", str(repo.root), str(remote))
@@ -238,7 +244,7 @@ def test_workflow_steps_run_a_goal_and_push_it(managed: ManagedFactory, tmp_path
     site = temp / "goal-harness-report"
     assert sorted(p.name for p in site.iterdir()) == ["g1.html", "index.html"]
     upload = _step(wf, "Upload the report site")
-    assert upload["uses"] == "actions/upload-artifact@v4" and upload["if"] == "always()"
+    assert upload["uses"].startswith("actions/upload-artifact@") and upload["if"] == "always()"
     assert upload["with"]["path"] == "${{ runner.temp }}/goal-harness-report"
     pushed = git(remote, "rev-parse", "refs/heads/harness/g1")
     assert pushed == git(clone, "rev-parse", "refs/heads/harness/g1")
@@ -284,7 +290,7 @@ def test_generated_workflow_keeps_the_secret_out_of_every_environment(
     repo: ManagedRepo = managed(goal=goal, files={"scan.py": SCANNING_AGENT})
     secret = random.token_hex(32)  # unique: other test runs on this machine hold SECRET
     (repo.counters / "secret-value").write_text(secret)
-    ci_github(repo.root, io.StringIO(), force=False)
+    ci_github(repo.root, io.StringIO(), force=False, install=PINNED)
     wf = _workflow(repo.root)
     remote = tmp_path / "remote.git"
     git(tmp_path, "clone", "-q", "--bare", str(repo.root), str(remote))
@@ -312,7 +318,7 @@ def test_generated_workflow_keeps_the_secret_out_of_every_environment(
 def test_summary_step_writes_status_and_reports(managed: ManagedFactory, tmp_path: Path) -> None:
     repo: ManagedRepo = managed(mode="fix-on-1")
     repo.harness("run", check=0)
-    ci_github(repo.root, io.StringIO(), force=False)
+    ci_github(repo.root, io.StringIO(), force=False, install=PINNED)
     summary_file = tmp_path / "summary.md"
     env = {
         **repo.env,
@@ -329,7 +335,7 @@ def test_summary_step_writes_status_and_reports(managed: ManagedFactory, tmp_pat
 def test_summary_step_survives_a_failing_harness(managed: ManagedFactory, tmp_path: Path) -> None:
     repo: ManagedRepo = managed(mode="fix-on-1")
     repo.harness("run", check=0)
-    ci_github(repo.root, io.StringIO(), force=False)
+    ci_github(repo.root, io.StringIO(), force=False, install=PINNED)
     summary_file = tmp_path / "summary.md"
     env = {k: v for k, v in repo.env.items() if k != "HARNESS_SECRET"}
     env |= {
@@ -346,7 +352,7 @@ def test_summary_step_survives_a_failing_harness(managed: ManagedFactory, tmp_pa
 def test_workflow_follows_the_configured_branch_prefix(repo: Path) -> None:
     (repo / ".harness").mkdir()
     (repo / ".harness" / "config.yaml").write_text("version: 1\nbranch_prefix: bots/\n")
-    ci_github(repo, io.StringIO(), force=False)
+    ci_github(repo, io.StringIO(), force=False, install=PINNED)
     wf = _workflow(repo)
     assert (
         "+refs/heads/bots/*:refs/remotes/origin/bots/*" in _step(wf, "Fetch goal branches")["run"]
@@ -355,7 +361,7 @@ def test_workflow_follows_the_configured_branch_prefix(repo: Path) -> None:
 
 
 def test_github_schedule_option(repo: Path) -> None:
-    ci_github(repo, io.StringIO(), force=False, cron="0 2 * * 1-5")
+    ci_github(repo, io.StringIO(), force=False, cron="0 2 * * 1-5", install=PINNED)
     workflow = _workflow(repo)
     assert workflow["on"]["schedule"] == [{"cron": "0 2 * * 1-5"}]
     _validate(workflow)
@@ -364,7 +370,7 @@ def test_github_schedule_option(repo: Path) -> None:
 @pytest.mark.parametrize("cron", ["0 2 * *", "0 2 * * * *", '0 2 * * "x"', "@daily"])
 def test_github_bad_schedule_is_refused(repo: Path, cron: str) -> None:
     with pytest.raises(InvalidInput, match=r"^--schedule: .* \(expected a cron expression"):
-        ci_github(repo, io.StringIO(), force=False, cron=cron)
+        ci_github(repo, io.StringIO(), force=False, cron=cron, install=PINNED)
     assert not (repo / WORKFLOW_PATH).exists()
 
 
@@ -373,19 +379,19 @@ def test_github_refuses_to_overwrite_without_force(repo: Path) -> None:
     target.parent.mkdir(parents=True)
     target.write_text("mine\n")
     with pytest.raises(InvalidInput) as caught:
-        ci_github(repo, io.StringIO(), force=False)
+        ci_github(repo, io.StringIO(), force=False, install=PINNED)
     assert caught.value.exit_code == 2
     assert str(caught.value) == (
         f"{WORKFLOW_PATH}: already exists (expected no file; pass --force to replace it)"
     )
     assert target.read_text() == "mine\n"
-    assert ci_github(repo, io.StringIO(), force=True) == 0
+    assert ci_github(repo, io.StringIO(), force=True, install=PINNED) == 0
     assert target.read_text().startswith("# goal-harness")
 
 
 def test_github_outside_a_repository_is_invalid_input(tmp_path: Path) -> None:
     with pytest.raises(InvalidInput, match="not inside a git repository"):
-        ci_github(tmp_path, io.StringIO(), force=False)
+        ci_github(tmp_path, io.StringIO(), force=False, install=PINNED)
 
 
 # --- cron -------------------------------------------------------------------------------
@@ -785,11 +791,11 @@ needs_wiring = pytest.mark.skipif(
 @needs_wiring
 def test_cli_ci_github_then_refusal(managed: ManagedFactory) -> None:
     repo: ManagedRepo = managed()
-    first = repo.harness("ci", "github", check=0)
+    first = repo.harness("ci", "github", "--install", PINNED, check=0)
     assert f"wrote {WORKFLOW_PATH}" in first.stdout
-    again = repo.harness("ci", "github", check=2)
+    again = repo.harness("ci", "github", "--install", PINNED, check=2)
     assert "already exists" in again.stderr and "--force" in again.stderr
-    repo.harness("ci", "github", "--force", check=0)
+    repo.harness("ci", "github", "--install", PINNED, "--force", check=0)
 
 
 @needs_wiring
@@ -810,7 +816,7 @@ def test_cli_ci_cron_and_systemd(managed: ManagedFactory, tmp_path: Path) -> Non
 
 
 def _matrix(repo: Path) -> dict[str, Any]:
-    assert ci_github(repo, io.StringIO(), force=False, matrix=True) == 0
+    assert ci_github(repo, io.StringIO(), force=False, matrix=True, install=PINNED) == 0
     return _workflow(repo)
 
 
@@ -830,7 +836,7 @@ def test_matrix_workflow_validates_and_has_the_promised_shape(repo: Path) -> Non
         checkout = next(s for s in job["steps"] if s.get("uses", "").startswith("actions/checkout"))
         assert checkout["with"]["persist-credentials"] is False
         install = next(s for s in job["steps"] if s.get("name") == "Install goal-harness")
-        assert install["run"] == f'python -m pip install "goal-harness=={__version__}"'
+        assert install["run"] == f'python -m pip install "{PINNED}"'
     # The job token reaches the harness's git through one variable, scrubbed from its steps.
     holders = [
         (name, step["name"])

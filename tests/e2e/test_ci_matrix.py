@@ -23,6 +23,7 @@ from harness.model.yamlload import load_yaml
 from harness.trust.approvals import append_record, load_approval_file
 from harness.trust.sshsig import sign
 from tests.managed import SECRET, ManagedFactory, ManagedRepo, base_goal, git, make_key
+from tests.workflows import PINNED
 
 BIN = str(Path(sys.executable).parent)
 RECORDED = "2030-01-01T02:00:00Z"  # every run below is made at this time
@@ -70,7 +71,7 @@ def _repo_in_every_state(managed: ManagedFactory) -> ManagedRepo:
 
 def _listed(repo: ManagedRepo, tmp_path: Path, now: str) -> list[str]:
     """The ids the workflow's `goals` job hands the matrix at `now`."""
-    assert ci_github(repo.root, io.StringIO(), force=True, matrix=True) == 0
+    assert ci_github(repo.root, io.StringIO(), force=True, matrix=True, install=PINNED) == 0
     workflow = load_yaml((repo.root / WORKFLOW_PATH).read_bytes(), WORKFLOW_PATH)
     assert isinstance(workflow, dict)
     steps = workflow["jobs"]["goals"]["steps"]
