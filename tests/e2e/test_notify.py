@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import threading
@@ -60,9 +61,19 @@ def test_one_notification_per_transition(
     repo.env["HOOK_URL"] = hook.url
     repo.harness("run", check=0)
     assert [(d["status"], d["gate"]) for d in hook.received] == [("parked_at_eyes", "ship")]
-    assert (
-        hook.received[0]["text"]
-        == f"goal-harness: g1 is parked_at_eyes at gate ship ({repo.root.name})"
+    told = hook.received[0]
+    detail = str(told["gate_detail"])
+    assert re.fullmatch(
+        r"commit [0-9a-f]{40} passed the done gate; ship needs a signed decision", detail
+    )
+    assert told["text"] == (
+        f"goal-harness: g1 is parked_at_eyes at gate ship ({repo.root.name}): {detail}; "
+        "next: harness ship g1 --key <owner key>"
+    )
+    assert (told["run"], told["reason"], told["next"]) == (
+        None,
+        "ship",
+        "harness ship g1 --key <owner key>",
     )
     repo.harness("run", check=0)  # still parked: nothing new to tell
     # With --push, the goal branch in step with the remote's as fetched (the resting
