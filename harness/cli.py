@@ -396,6 +396,12 @@ _AT = click.option(
 _PUSH = click.option(
     "--push", "push", metavar="REMOTE", help="Run `harness run --push REMOTE` (several machines)."
 )
+_ENV_FILE = _path_option(
+    "--env-file",
+    "env_file",
+    "Where the run reads the notify config's variables (NAME='value' lines, outside the "
+    "repository; default: notify.env beside the default secret file).",
+)
 
 
 @ci.command("github")
@@ -434,14 +440,32 @@ def ci_github(force: bool, cron: str, install: str | None, matrix: bool) -> None
     help="Put the entry into your crontab (crontab -l / crontab -), replacing this "
     "repository's earlier entry in place.",
 )
-def ci_cron(every_minutes: int | None, at: str | None, push: str | None, install: bool) -> None:
+@_ENV_FILE
+def ci_cron(
+    every_minutes: int | None,
+    at: str | None,
+    push: str | None,
+    install: bool,
+    env_file: Path | None,
+) -> None:
     """Print a crontab entry that runs `harness run` in this repository, or install it.
 
     Example: harness ci cron --at 02:00 --push origin --install
     """
     from harness.commands.ci import ci_cron as run_ci_cron
 
-    _done(run_ci_cron(_cwd(), sys.stdout, every_minutes, _env(), at=at, push=push, install=install))
+    _done(
+        run_ci_cron(
+            _cwd(),
+            sys.stdout,
+            every_minutes,
+            _env(),
+            at=at,
+            push=push,
+            install=install,
+            env_file=env_file,
+        )
+    )
 
 
 @ci.command("systemd")
@@ -450,12 +474,14 @@ def ci_cron(every_minutes: int | None, at: str | None, push: str | None, install
 @_AT
 @_PUSH
 @click.option("--force", is_flag=True, help="Replace unit files that already exist in --dir.")
+@_ENV_FILE
 def ci_systemd(
     directory: Path | None,
     every_minutes: int | None,
     at: str | None,
     push: str | None,
     force: bool,
+    env_file: Path | None,
 ) -> None:
     """Write goal-harness.service and goal-harness.timer (systemd user units).
 
@@ -465,7 +491,15 @@ def ci_systemd(
 
     _done(
         run_ci_systemd(
-            _cwd(), sys.stdout, directory, every_minutes, _env(), force, at=at, push=push
+            _cwd(),
+            sys.stdout,
+            directory,
+            every_minutes,
+            _env(),
+            force,
+            at=at,
+            push=push,
+            env_file=env_file,
         )
     )
 

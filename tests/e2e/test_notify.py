@@ -22,6 +22,7 @@ class Hook:
     def __init__(self, answer: int) -> None:
         self.answer = answer
         self.received: list[dict[str, object]] = []
+        self.paths: list[str] = []
         hook = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -29,6 +30,7 @@ class Hook:
                 length = int(self.headers["Content-Length"])
                 assert self.headers["Content-Type"] == "application/json"
                 hook.received.append(json.loads(self.rfile.read(length)))
+                hook.paths.append(self.path)
                 self.send_response(hook.answer)
                 self.end_headers()
 
