@@ -155,18 +155,23 @@ def _post(settings: Notify, body: bytes, env: Mapping[str, str]) -> list[str]:
 def post(url: str, body: bytes, timeout_s: float) -> str | None:
     """POST `body` as JSON to `url`: None when the server took it (HTTP < 400), else what
     went wrong, never naming the URL (it is usually a credential)."""
+    return post_status(url, body, timeout_s)[1]
+
+
+def post_status(url: str, body: bytes, timeout_s: float) -> tuple[int | None, str | None]:
+    """`post`, and the HTTP status the server answered (None: no answer)."""
     request = urllib.request.Request(
         url, data=body, method="POST", headers={"Content-Type": "application/json"}
     )
     try:
         with urllib.request.urlopen(request, timeout=timeout_s) as response:
             response.read(4096)
+            return int(response.status), None
     except urllib.error.HTTPError as exc:  # the URL (a credential) is never printed
-        return f"the server answered HTTP {exc.code}"
+        return exc.code, f"the server answered HTTP {exc.code}"
     except (urllib.error.URLError, OSError, ValueError) as exc:
         reason = str(getattr(exc, "reason", exc)).replace(url, "<the URL>")
-        return f"{type(exc).__name__}: {reason}"
-    return None
+        return None, f"{type(exc).__name__}: {reason}"
 
 
 def _command(
