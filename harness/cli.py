@@ -363,7 +363,10 @@ def cancel(goal_id: str) -> None:
 @click.option(
     "--json", "as_json", is_flag=True, help="Print one JSON list of {check, status, finding, fix}."
 )
-def doctor(as_json: bool) -> None:
+@click.option(
+    "--notify-url", metavar="URL", help="POST a test notification to URL; say how it went."
+)
+def doctor(as_json: bool, notify_url: str | None) -> None:
     """Check this machine and repository: one line per check, a fix for each problem.
 
     Exits 0 when nothing failed, 3 when a failure is a trust problem (secret, records,
@@ -373,7 +376,7 @@ def doctor(as_json: bool) -> None:
     """
     from harness.commands.doctor import doctor as run_doctor
 
-    _done(run_doctor(_cwd(), _env(), sys.stdout, as_json))
+    _done(run_doctor(_cwd(), _env(), sys.stdout, as_json, notify_url))
 
 
 @cli.group(cls=HarnessGroup)
@@ -395,6 +398,12 @@ _AT = click.option(
 )
 _PUSH = click.option(
     "--push", "push", metavar="REMOTE", help="Run `harness run --push REMOTE` (several machines)."
+)
+_ENV_FILE = _path_option(
+    "--env-file",
+    "env_file",
+    "Where the run reads the notify config's variables (NAME='value' lines, outside the "
+    "repository; default: notify.env beside the default secret file).",
 )
 
 
@@ -437,14 +446,16 @@ def ci_github(force: bool, cron: str, install: str | None, matrix: bool) -> None
     help="Put the entry into your crontab (crontab -l / crontab -), replacing this "
     "repository's earlier entry in place.",
 )
-def ci_cron(every_minutes: int | None, at: str | None, push: str | None, install: bool) -> None:
+@_ENV_FILE
+def ci_cron(every_minutes: int | None, **options: Any) -> None:
     """Print a crontab entry that runs `harness run` in this repository, or install it.
 
     Example: harness ci cron --at 02:00 --push origin --install
     """
     from harness.commands.ci import ci_cron as run_ci_cron
 
-    _done(run_ci_cron(_cwd(), sys.stdout, every_minutes, _env(), at=at, push=push, install=install))
+    # at, push, install, env_file: keyword parameters of the command function alike.
+    _done(run_ci_cron(_cwd(), sys.stdout, every_minutes, _env(), **options))
 
 
 @ci.command("systemd")
@@ -453,24 +464,15 @@ def ci_cron(every_minutes: int | None, at: str | None, push: str | None, install
 @_AT
 @_PUSH
 @click.option("--force", is_flag=True, help="Replace unit files that already exist in --dir.")
-def ci_systemd(
-    directory: Path | None,
-    every_minutes: int | None,
-    at: str | None,
-    push: str | None,
-    force: bool,
-) -> None:
+@_ENV_FILE
+def ci_systemd(**options: Any) -> None:
     """Write goal-harness.service and goal-harness.timer (systemd user units).
 
     Example: harness ci systemd --dir ~/.config/systemd/user --every 30
     """
     from harness.commands.ci import ci_systemd as run_ci_systemd
 
-    _done(
-        run_ci_systemd(
-            _cwd(), sys.stdout, directory, every_minutes, _env(), force, at=at, push=push
-        )
-    )
+    _done(run_ci_systemd(_cwd(), sys.stdout, env=_env(), **options))
 
 
 @cli.command()

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TextIO
 
 from harness.commands.crontab import cron_begin, cron_end, install_cron_block
+from harness.commands.notify_env import NotifyEnv, notify_env
 from harness.errors import InvalidInput
 from harness.loop.contain.sandbox import bind_sources, homes_root
 from harness.loop.control import CONFIG_PATH
@@ -84,26 +85,35 @@ def ci_cron(
     at: str | None = None,
     push: str | None = None,
     install: bool = False,
+    env_file: Path | None = None,
 ) -> int:
     """Print the crontab block that runs `harness run` here, or (`install`) put it into
-    the user's crontab, replacing this repository's earlier block in place."""
+    the user's crontab, replacing this repository's earlier block in place. The notify
+    config's variables come from `env_file` (commands/notify_env.py)."""
     env = os.environ if env is None else env
     repo = Repo.discover(cwd)
     moment = when(every_minutes, at)
     push = default_push(repo, push)
     secret_file = _secret_file(env)
     command = harness_command()
-    cron = cron_line(repo, moment.cron, secret_file, command, path=run_path(env), push=push)
+    notified = notify_env(_config(repo.root), repo.root, env, env_file)
+    cron = cron_line(
+        repo, moment.cron, secret_file, command, path=run_path(env), push=push, notify=notified
+    )
     again = shlex.join([*command, "ci", "cron", *moment.option.split()])
     again += f" --push {shlex.quote(push)}" if push else ""
+    again += f" --env-file {shlex.quote(str(notified.file))}" if env_file and notified else ""
+    notes = (
+        []
+        if secret_file.is_file()
+        else [f"{secret_file} does not exist yet: run `harness secret new`"]
+    )
+    notes += notified.notes() if notified is not None else []
     entry = [
         cron_begin(repo.root),
         f"# {moment.text}; install or update: cd {shlex.quote(str(repo.root))} && {again} --install",
-        *(
-            [f"# note: {secret_file} does not exist yet: run `harness secret new`"]
-            if not secret_file.is_file()
-            else []
-        ),
+        *([f"# {notified.comment()}"] if notified is not None else []),
+        *(f"# note: {note}" for note in notes),
         cron,
         cron_end(repo.root),
     ]
@@ -126,15 +136,18 @@ def ci_systemd(
     *,
     at: str | None = None,
     push: str | None = None,
+    env_file: Path | None = None,
 ) -> int:
-    """Write goal-harness.service and .timer into `directory`, or print both."""
+    """Write goal-harness.service and .timer into `directory`, or print both. The notify
+    config's variables come from `env_file` (commands/notify_env.py)."""
     env = os.environ if env is None else env
     repo = Repo.discover(cwd)
     moment = when(every_minutes, at)
     push = default_push(repo, push)
     command = [*harness_command(), "run", *(["--push", push] if push else [])]
+    notified = notify_env(_config(repo.root), repo.root, env, env_file)
     units = {
-        SERVICE_NAME: systemd_service(repo, _secret_file(env), command, env),
+        SERVICE_NAME: systemd_service(repo, _secret_file(env), command, env, notified),
         TIMER_NAME: systemd_timer(repo.root, moment),
     }
     if directory is None:
@@ -142,6 +155,8 @@ def ci_systemd(
             out.write(block(f"# --- {name}\n{text}\n"))
     else:
         _write_units(directory.expanduser(), units, force, out)
+    for note in notified.notes() if notified is not None else []:
+        out.write(line(f"note: {note}"))
     out.write(
         line(f"next: systemctl --user daemon-reload && systemctl --user enable --now {TIMER_NAME}")
     )
@@ -238,16 +253,19 @@ def cron_line(
     *,
     path: list[str],
     push: str | None = None,
+    notify: NotifyEnv | None = None,
 ) -> str:
     """One crontab line: cd into the repository, exec the harness with PATH set, append
-    everything to a log. It names the secret's file, never the secret.
+    everything to a log. It names the secret's file, never the secret; and the notify
+    variables' file, which its shell reads (never their values).
 
     No `flock` around it: the harness takes a lock per goal, so a tick that starts while
     a long run is still going skips the busy goal and moves any other goal on.
     """
     # The shell opens the log before harness runs, so its folder must already exist.
     log = repo.harness_dir() / "cron.log"
-    for item in (repo.root, secret_file, log, *map(Path, command), *map(Path, path)):
+    env_file = [notify.file] if notify is not None else []
+    for item in (repo.root, secret_file, log, *env_file, *map(Path, command), *map(Path, path)):
         _cron_safe(item)
     if push is not None:
         _cron_safe(Path(push))
@@ -255,6 +273,7 @@ def cron_line(
     # `exec`: cron's shell becomes the harness instead of staying alive as its parent.
     return (
         f"{when} cd {shlex.quote(str(repo.root))} && "
+        f"{notify.cron_words() if notify is not None else ''}"
         f"PATH={shlex.quote(os.pathsep.join(path))} "
         f"{ENV_SECRET_FILE}={shlex.quote(str(secret_file))} exec {shlex.join(words)} "
         f">> {shlex.quote(str(log))} 2>&1"
@@ -273,7 +292,11 @@ def _cron_safe(path: Path) -> None:
 
 
 def systemd_service(
-    repo: Repo, secret_file: Path, command: list[str], env: Mapping[str, str]
+    repo: Repo,
+    secret_file: Path,
+    command: list[str],
+    env: Mapping[str, str],
+    notify: NotifyEnv | None = None,
 ) -> str:
     """The service; `command` is the whole ExecStart (`harness run [--push R]`). Writable:
     the repository (and its .git), the per-goal homes the sandbox gives each goal's steps
@@ -286,7 +309,8 @@ def systemd_service(
     writable.append(homes)
     binds = bind_sources([b for b in _config(root).sandbox_binds if b.writable], env)
     path = run_path(env)
-    for item in (*writable, *binds, secret_file, *map(Path, command), *map(Path, path)):
+    env_file = [notify.file] if notify is not None else []
+    for item in (*writable, *binds, secret_file, *env_file, *map(Path, command), *map(Path, path)):
         _systemd_safe(item)
     homes.mkdir(parents=True, exist_ok=True, mode=0o700)
     return _SERVICE.format(
@@ -296,7 +320,16 @@ def systemd_service(
         exec_start=" ".join(command),
         writable=" ".join([*map(str, writable), *(f"-{item}" for item in binds)]),
         secret_env=ENV_SECRET_FILE,
+        notify_env=_environment_file(notify),
     )
+
+
+def _environment_file(notify: NotifyEnv | None) -> str:
+    """`-`: a missing file leaves the run going (its notifications fail, naming the
+    variable); systemd reads the file as the user before the service's sandbox applies."""
+    if notify is None:
+        return ""
+    return f"# {notify.comment()}\nEnvironmentFile=-{notify.file}\n"
 
 
 def systemd_timer(root: Path, moment: When) -> str:
@@ -328,7 +361,7 @@ WorkingDirectory={root}
 Environment={secret_env}={secret_file}
 # The PATH of `harness ci systemd`'s user, so steps find the same python and tools.
 Environment=PATH={path}
-ExecStart={exec_start}
+{notify_env}ExecStart={exec_start}
 # 4: another process holds every goal; it will be moved on by that process.
 SuccessExitStatus=4
 # A run lasts as long as its steps; each step has its own timeout in the goal file.

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from harness.commands.approve import passphrase
 from harness.commands.remote_goal import (
@@ -49,6 +49,9 @@ from harness.trust.owners import principals_for_key
 from harness.trust.secret import Secret
 from harness.trust.sshsig import sign, verify
 from harness.trust.statement import Statement
+
+if TYPE_CHECKING:
+    from harness.loop.notify import Seen
 
 # `harness ship` acted at once and the ship step failed: the goal waits at ship_failed.
 SHIP_FAILED_EXIT = 5
@@ -183,7 +186,7 @@ def act_now(
     return 0
 
 
-def _seen(repo: Repo, control: Control, goal_id: str) -> tuple[str, str | None] | None:
+def _seen(repo: Repo, control: Control, goal_id: str) -> Seen | None:
     if control.config.notify is None:
         return None
     from harness.loop.notify import seen_before
@@ -195,7 +198,7 @@ def _tell(
     repo: Repo,
     control: Control,
     goal_id: str,
-    before: tuple[str, str | None] | None,
+    before: Seen | None,
     cell: Cell,
     env: Mapping[str, str],
 ) -> None:

@@ -37,7 +37,7 @@ def verify(
     with open_session(cwd, env, goal_ids) as s:
         ids = goal_ids or goals_with_records(s.repo, s.control)
         notes = [] if goal_ids else nothing_notes(s.control, bool(ids), "records")
-        scan = Redactor.for_env(env, s.control.config.redact_env) if secrets else None
+        scan = Redactor.for_env(env, s.control.config.redacted()) if secrets else None
         results = [_result(s.repo, s.control, s.secret, goal_id, scan) for goal_id in ids]
     err.writelines(line(f"harness: note: {note}") for note in notes)
     worst = max((r.get("exit_code", 0) for r in results), default=0)

@@ -30,4 +30,4 @@ class RunContext:
     def redactor(self) -> Redactor:
         """The one redactor for what this run records and prints: the secrets the steps
         receive (names that say secret, and the config's `redact_env`) and token shapes."""
-        return Redactor.for_env(self.base_env, self.control.config.redact_env)
+        return Redactor.for_env(self.base_env, self.control.config.redacted())

@@ -61,7 +61,7 @@ class StepCommands:
         (scratch / "prompt.txt").write_text(prompt)
         env = child_env(
             self.ctx.base_env,
-            self.ctx.control.config.scrub_env,
+            self.ctx.control.config.step_scrub(),
             {
                 "HARNESS_GOAL": goal.id,
                 "HARNESS_ITERATION": str(iteration),

@@ -59,7 +59,7 @@ def _run_check(commands: StepCommands, lesson: Lesson) -> StepResult:
     assert lesson.check is not None
     env = child_env(
         commands.ctx.base_env,
-        commands.ctx.control.config.scrub_env,
+        commands.ctx.control.config.step_scrub(),
         {"HARNESS_GOAL": commands.goal.id, "HARNESS_STEP": "lesson-check"},
     )
     wt = commands.rec.wt

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TextIO
 
 from harness.errors import HarnessError
+from harness.loop.notice import transition_document
 from harness.loop.steps import child_env
 from harness.model.config import Config, Notify
 from harness.record.cell import Cell, peek_cell
@@ -30,7 +31,8 @@ from harness.store.fsutil import atomic_write, read_no_follow
 from harness.store.gitrepo import Repo
 
 NOTIFIED = frozenset({"parked_at_eyes", "needs_attention", "failed", "completed"})
-Seen = tuple[str, str | None]  # (status, gate)
+# (status, gate, run): a recurring goal's next run ending as the last one did is news.
+Seen = tuple[str, str | None, int]
 
 
 def seen_before(repo: Repo, branch: str, goal_id: str, remote_ref: str | None) -> Seen:
@@ -45,12 +47,12 @@ def seen_before(repo: Repo, branch: str, goal_id: str, remote_ref: str | None) -
     if data is None:
         data = repo.read_blob(f"refs/heads/{branch}", source)
     if data is None:
-        return ("pending", None)
+        return ("pending", None, 1)
     try:
         cell = peek_cell(data, source, goal_id)
     except HarnessError:  # an unreadable cell: the advance itself names it
-        return ("unknown", None)
-    return (cell.status, cell.gate)
+        return ("unknown", None, 0)
+    return (cell.status, cell.gate, cell.run)
 
 
 def notify_transition(
@@ -62,11 +64,16 @@ def notify_transition(
     env: Mapping[str, str],
     err: TextIO | None,
 ) -> None:
-    """Send the notification if `after` is a new state worth telling; never raises."""
+    """Send the notification if `after` is a new state worth telling; never raises. For a
+    recurring goal each run's outcome is new (the run is part of what was seen), so a
+    nightly that fails every night is told every night, once a night."""
     settings = config.notify
-    if settings is None or after.status not in NOTIFIED or (after.status, after.gate) == before:
+    if settings is None or after.status not in NOTIFIED:
         return
-    _send(repo, config, settings, _document(repo, goal_id, before, after), env, err)
+    if (after.status, after.gate, after.run) == before:
+        return
+    document = transition_document(repo.root.name, goal_id, before, after)
+    _send(repo, config, settings, document, env, err)
 
 
 def notify_stale(
@@ -115,21 +122,6 @@ def _send(
         _record(repo, str(document["goal"]), document["status"], failure, err)
 
 
-def _document(repo: Repo, goal_id: str, before: Seen, after: Cell) -> dict[str, object]:
-    gate = f" at gate {after.gate}" if after.gate else ""
-    return {
-        "goal": goal_id,
-        "status": after.status,
-        "gate": after.gate,
-        "previous": before[0],
-        "iteration": after.iteration,
-        "ledger_seq": after.position.seq,
-        "repository": repo.root.name,
-        # Slack, Mattermost and Discord-compatible hooks show `text` as it is.
-        "text": one_line(f"goal-harness: {goal_id} is {after.status}{gate} ({repo.root.name})"),
-    }
-
-
 def _stale_document(repo: Repo, cell: Cell) -> dict[str, object]:
     """The transition document with status `stale`; `previous` is the recorded status."""
     after = stale_after(cell)
@@ -156,18 +148,30 @@ def _post(settings: Notify, body: bytes, env: Mapping[str, str]) -> list[str]:
         url = env.get(url[1:], "")
         if not url.startswith(("http://", "https://")):
             return [f"webhook: {settings.webhook} is not set to an http(s) URL here"]
+    problem = post(url, body, settings.timeout_s)
+    return [] if problem is None else [f"webhook: {problem}"]
+
+
+def post(url: str, body: bytes, timeout_s: float) -> str | None:
+    """POST `body` as JSON to `url`: None when the server took it (HTTP < 400), else what
+    went wrong, never naming the URL (it is usually a credential)."""
+    return post_status(url, body, timeout_s)[1]
+
+
+def post_status(url: str, body: bytes, timeout_s: float) -> tuple[int | None, str | None]:
+    """`post`, and the HTTP status the server answered (None: no answer)."""
     request = urllib.request.Request(
         url, data=body, method="POST", headers={"Content-Type": "application/json"}
     )
     try:
-        with urllib.request.urlopen(request, timeout=settings.timeout_s) as response:
+        with urllib.request.urlopen(request, timeout=timeout_s) as response:
             response.read(4096)
+            return int(response.status), None
     except urllib.error.HTTPError as exc:  # the URL (a credential) is never printed
-        return [f"webhook: the server answered HTTP {exc.code}"]
+        return exc.code, f"the server answered HTTP {exc.code}"
     except (urllib.error.URLError, OSError, ValueError) as exc:
-        reason = getattr(exc, "reason", exc)
-        return [f"webhook: {type(exc).__name__}: {reason}"]
-    return []
+        reason = str(getattr(exc, "reason", exc)).replace(url, "<the URL>")
+        return None, f"{type(exc).__name__}: {reason}"
 
 
 def _command(

@@ -71,6 +71,18 @@ class Config:
     # names say secret (trust/redact.py).
     redact_env: tuple[str, ...] = ()
 
+    def notify_variables(self) -> tuple[str, ...]:
+        return self.notify.variables() if self.notify is not None else ()
+
+    def step_scrub(self) -> tuple[str, ...]:
+        """What no step sees: `scrub_env` and the notifier's variables (a webhook URL is a
+        credential: a build that had it could post as the harness)."""
+        return tuple(dict.fromkeys([*self.scrub_env, *self.notify_variables()]))
+
+    def redacted(self) -> tuple[str, ...]:
+        """`redact_env` and the notifier's variables: their values never reach a record."""
+        return tuple(dict.fromkeys([*self.redact_env, *self.notify_variables()]))
+
 
 @dataclass(frozen=True)
 class Bind:
@@ -91,6 +103,13 @@ class Notify:
     webhook: str | None  # a URL, or $NAME (the URL in the runner's environment)
     command: tuple[str, ...] | None  # argv; a string is split into shell words
     timeout_s: int = 10
+    env: tuple[str, ...] = ()  # more variables the command reads (a token): never the steps'
+
+    def variables(self) -> tuple[str, ...]:
+        """Every environment variable the notifier reads: the webhook's $NAME, then `env`.
+        The runner must have them (`ci cron|systemd` pass them in); no step ever sees them."""
+        named = (self.webhook[1:],) if self.webhook and self.webhook.startswith("$") else ()
+        return tuple(dict.fromkeys([*named, *self.env]))
 
 
 @dataclass(frozen=True)
@@ -199,7 +218,7 @@ def _notify(raw: Mapping[str, Any], source: str) -> Notify:
     if webhook is None and argv is None:
         raise invalid(source, "notify", "names no webhook and no command", "webhook or command")
     timeout = parse_duration(raw.get("timeout", 10), source, "notify.timeout")
-    return Notify(webhook, argv, timeout)
+    return Notify(webhook, argv, timeout, _env_names(raw.get("env", []), source, "notify.env"))
 
 
 def _bind(entry: str, source: str, key: str) -> Bind:

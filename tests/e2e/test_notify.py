@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import threading
@@ -21,6 +22,7 @@ class Hook:
     def __init__(self, answer: int) -> None:
         self.answer = answer
         self.received: list[dict[str, object]] = []
+        self.paths: list[str] = []
         hook = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -28,6 +30,7 @@ class Hook:
                 length = int(self.headers["Content-Length"])
                 assert self.headers["Content-Type"] == "application/json"
                 hook.received.append(json.loads(self.rfile.read(length)))
+                hook.paths.append(self.path)
                 self.send_response(hook.answer)
                 self.end_headers()
 
@@ -60,9 +63,19 @@ def test_one_notification_per_transition(
     repo.env["HOOK_URL"] = hook.url
     repo.harness("run", check=0)
     assert [(d["status"], d["gate"]) for d in hook.received] == [("parked_at_eyes", "ship")]
-    assert (
-        hook.received[0]["text"]
-        == f"goal-harness: g1 is parked_at_eyes at gate ship ({repo.root.name})"
+    told = hook.received[0]
+    detail = str(told["gate_detail"])
+    assert re.fullmatch(
+        r"commit [0-9a-f]{40} passed the done gate; ship needs a signed decision", detail
+    )
+    assert told["text"] == (
+        f"goal-harness: g1 is parked_at_eyes at gate ship ({repo.root.name}): {detail}; "
+        "next: harness ship g1 --key <owner key>"
+    )
+    assert (told["run"], told["reason"], told["next"]) == (
+        None,
+        "ship",
+        "harness ship g1 --key <owner key>",
     )
     repo.harness("run", check=0)  # still parked: nothing new to tell
     # With --push, the goal branch in step with the remote's as fetched (the resting
@@ -127,3 +140,47 @@ def test_a_bad_notify_setting_is_one_line(managed: ManagedFactory) -> None:
         ".harness/config.yaml: notify.webhook: 'ftp://example.com/x' is not a webhook URL "
         "(expected an http:// or https:// URL, or $NAME)"
     )
+
+
+def test_no_step_sees_the_notifier_variables_and_the_command_does(
+    managed: ManagedFactory, hook: Hook, tmp_path: Path
+) -> None:
+    """The webhook's $NAME and `notify.env` names are the notifier's: the build (an agent
+    that could post as the harness with them) never gets them; the notify command does."""
+    seen = tmp_path / "token.txt"
+    script = f"import os; open({str(seen)!r}, 'w').write(os.environ.get('PAGER_TOKEN', '-'))"
+    notify = {"webhook": "$HOOK_URL", "command": [sys.executable, "-c", script]}
+    config = {"notify": notify | {"env": ["PAGER_TOKEN"]}}
+    repo = managed(mode="env-dump", files={".harness/config.yaml": json.dumps(config)})
+    repo.env |= {"HOOK_URL": hook.url, "PAGER_TOKEN": "pager-token-value-0123456789"}
+    repo.harness("run", check=0)
+    agent_env = json.loads((repo.counters / "env.json").read_text())
+    assert "HOOK_URL" not in agent_env and "PAGER_TOKEN" not in agent_env
+    assert "TEST_COUNTER_DIR" in agent_env  # the dump is of the agent's real environment
+    assert seen.read_text() == "pager-token-value-0123456789"
+    assert [d["status"] for d in hook.received] == ["completed"]
+
+
+@pytest.mark.parametrize(
+    ("notify", "message"),
+    [
+        (
+            {"webhook": "$HOOK", "env": ["PAGER-TOKEN"]},
+            "notify.env[0]: 'PAGER-TOKEN' is not an environment variable name "
+            "(expected letters, digits and '_', not starting with a digit)",
+        ),
+        (
+            {"webhook": "$HOOK", "env": "PAGER_TOKEN"},
+            "notify.env: got a string 'PAGER_TOKEN' "
+            "(expected a list of environment variable names the notify command reads (a token))",
+        ),
+    ],
+)
+def test_a_bad_notify_variable_is_one_line(
+    managed: ManagedFactory, notify: dict[str, object], message: str
+) -> None:
+    config = {"notify": notify}
+    repo = managed(files={".harness/config.yaml": json.dumps(config)}, approve=False)
+    proc = repo.harness("run", check=2)
+    assert proc.stderr.strip().endswith(f".harness/config.yaml: {message}")
+    assert "Traceback" not in proc.stderr

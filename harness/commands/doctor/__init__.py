@@ -9,7 +9,7 @@ secret that does not match the goal records, an approval that does not verify, a
 on the wrong branch), which `harness run` would refuse with 3 too; else 2.
 
 The checks live by the banner they print under: `machine`, `secret_checks`, `repository`,
-`worktrees`; `findings` is what each returns.
+`worktrees`, `notify_checks`; `findings` is what each returns.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from harness.commands.doctor.machine import (
     sandbox_check,
     ssh_keygen,
 )
+from harness.commands.doctor.notify_checks import checked_url, notify_checks
 from harness.commands.doctor.repository import config_check, repository, repository_checks
 from harness.commands.doctor.secret_checks import secret_check, secret_file
 from harness.errors import InvalidInput, TrustFailure
@@ -37,8 +38,10 @@ from harness.record.visible import line
 __all__ = ["Finding", "doctor", "exit_code", "parse_git_version", "run_checks"]
 
 
-def doctor(cwd: Path, env: Mapping[str, str], out: TextIO, as_json: bool) -> int:
-    findings = run_checks(cwd, env)
+def doctor(
+    cwd: Path, env: Mapping[str, str], out: TextIO, as_json: bool, notify_url: str | None = None
+) -> int:
+    findings = run_checks(cwd, env, checked_url(notify_url))
     if as_json:
         out.write(json.dumps([f.as_dict() for f in findings], indent=2) + "\n")
     else:
@@ -60,7 +63,7 @@ def _text(f: Finding) -> str:
     return line(f"{f.status} {f.check}: {f.finding}") + (line(f"  fix: {f.fix}") if fix else "")
 
 
-def run_checks(cwd: Path, env: Mapping[str, str]) -> list[Finding]:
+def run_checks(cwd: Path, env: Mapping[str, str], notify_url: str | None = None) -> list[Finding]:
     repo, repo_finding = repository(cwd)
     secret, secret_finding = secret_check(env, repo.root if repo else None)
     found = [git_version(cwd), python_check(), repo_finding, secret_finding, secret_file(env)]
@@ -70,5 +73,6 @@ def run_checks(cwd: Path, env: Mapping[str, str]) -> list[Finding]:
     config = config_check(repo.root)[0] if repo is not None else None
     scrub = config.scrub_env if config is not None else ()
     found.append(sandbox_check(config, env))
+    found += notify_checks(config, repo.root if repo is not None else None, env, notify_url)
     found += [agent_check(cli, cwd, env, scrub) for cli in SUPPORTED]
     return found
