@@ -98,14 +98,15 @@ def secret() -> None:
 @click.option(
     "--print", "print_only", is_flag=True, help="Print it instead, for a CI secret store."
 )
-def secret_new(file: Path | None, print_only: bool) -> None:
+@click.option("--force", is_flag=True, help="Even in a clone holding records made elsewhere.")
+def secret_new(file: Path | None, print_only: bool, force: bool) -> None:
     """Write a new random secret outside the repository, or print it.
 
     Example: harness secret new --file ~/.config/goal-harness/secret
     """
     from harness.commands.secret import secret_new as run_secret_new
 
-    _done(run_secret_new(_cwd(), file, print_only, _env(), sys.stdout))
+    _done(run_secret_new(_cwd(), file, print_only, _env(), sys.stdout, force))
 
 
 @cli.command()
