@@ -16,24 +16,10 @@ from typing import Any, TypeVar
 import click
 
 from harness import __version__
-from harness.entry import RUN_OPTIONS, failure_code
+from harness.entry import RUN_OPTIONS
+from harness.group import HarnessGroup
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-
-class HarnessGroup(click.Group):
-    """Turns the one error tree into one line and its exit code (`entry.failure_code`)."""
-
-    def invoke(self, ctx: click.Context) -> Any:
-        try:
-            return super().invoke(ctx)
-        except (click.exceptions.Exit, click.ClickException, click.Abort):
-            raise
-        except BaseException as exc:
-            code = failure_code(exc, lambda line: click.echo(line, err=True))
-            if code is None:
-                raise
-            ctx.exit(code)
 
 
 # HARNESS_SECRET, HARNESS_SECRET_FILE and HARNESS_KEY_PASSPHRASE as main() found them.
@@ -98,14 +84,15 @@ def secret() -> None:
 @click.option(
     "--print", "print_only", is_flag=True, help="Print it instead, for a CI secret store."
 )
-def secret_new(file: Path | None, print_only: bool) -> None:
+@click.option("--force", is_flag=True, help="Even in a clone holding records made elsewhere.")
+def secret_new(file: Path | None, print_only: bool, force: bool) -> None:
     """Write a new random secret outside the repository, or print it.
 
     Example: harness secret new --file ~/.config/goal-harness/secret
     """
     from harness.commands.secret import secret_new as run_secret_new
 
-    _done(run_secret_new(_cwd(), file, print_only, _env(), sys.stdout))
+    _done(run_secret_new(_cwd(), file, print_only, _env(), sys.stdout, force))
 
 
 @cli.command()
@@ -148,14 +135,15 @@ def check(goal_ids: tuple[str, ...], as_json: bool) -> None:
 @cli.command()
 @click.argument("goal_id")
 @_OWNER_KEY
-def approve(goal_id: str, key: Path) -> None:
+@click.option("--push", metavar="REMOTE", help="Commit the goal file and approval, push them.")
+def approve(goal_id: str, key: Path, push: str | None) -> None:
     """Sign the run decision for the goal file's current bytes.
 
-    Example: harness approve fix-login-timeout --key ~/.ssh/id_ed25519
+    Example: harness approve fix-login-timeout --key ~/.ssh/id_ed25519 --push origin
     """
     from harness.commands.approve import approve as run_approve
 
-    _done(run_approve(_cwd(), goal_id, key, _env(), sys.stdout))
+    _done(run_approve(_cwd(), goal_id, key, _env(), sys.stdout, push))
 
 
 def _run_options(command: F) -> F:
@@ -257,7 +245,7 @@ def rotate_owners(goal_id: str, key: Path) -> None:
     "--check",
     "check_",
     is_flag=True,
-    help="Exit 10 if a goal is parked at eyes, 11 if one needs attention.",
+    help="Exit 10 if a goal is parked at eyes, 11 if one needs attention, 12 if one is stale.",
 )
 def status(goal_ids: tuple[str, ...], as_json: bool, check_: bool) -> None:
     """One line per goal: status, step, iteration, failing test, budget, gate.

@@ -18,6 +18,7 @@ from typing import TextIO
 
 from harness.commands.crontab import cron_begin, cron_end, install_cron_block
 from harness.commands.notify_env import NotifyEnv, notify_env
+from harness.commands.reviewer import recorded_goals
 from harness.errors import InvalidInput
 from harness.loop.contain.sandbox import bind_sources, homes_root
 from harness.loop.control import CONFIG_PATH
@@ -103,11 +104,7 @@ def ci_cron(
     again = shlex.join([*command, "ci", "cron", *moment.option.split()])
     again += f" --push {shlex.quote(push)}" if push else ""
     again += f" --env-file {shlex.quote(str(notified.file))}" if env_file and notified else ""
-    notes = (
-        []
-        if secret_file.is_file()
-        else [f"{secret_file} does not exist yet: run `harness secret new`"]
-    )
+    notes = [] if secret_file.is_file() else [_no_secret_yet(repo, secret_file)]
     notes += notified.notes() if notified is not None else []
     entry = [
         cron_begin(repo.root),
@@ -396,3 +393,9 @@ Unit={service}
 [Install]
 WantedBy=timers.target
 """
+
+
+def _no_secret_yet(repo: Repo, secret_file: Path) -> str:
+    if recorded_goals(repo):  # a clone joining runners that already have records
+        return f"{secret_file} does not exist yet: copy the runner's secret there"
+    return f"{secret_file} does not exist yet: run `harness secret new`"

@@ -140,6 +140,12 @@ def new(
         id=goal_id, owner=_first_owner(root), run=run, format=fmt, format_note=note
     )
     path.write_text(text)
+    script = root / "scripts" / "agent.sh"
+    if agent == "script" and not script.exists():
+        script.parent.mkdir(exist_ok=True)
+        script.write_text(SCRIPT_STUB)
+        script.chmod(0o755)
+        out.write(line("wrote scripts/agent.sh: the build goals/*.yaml runs; replace its body"))
     out.write(
         line(
             f"wrote goals/{goal_id}.yaml: edit it, commit it, then"
@@ -147,6 +153,16 @@ def new(
         )
     )
     return 0
+
+
+# What `--agent script` names as its build, so the template passes `harness check` as
+# written: a build that says what to do and fails until it is replaced.
+SCRIPT_STUB = """#!/bin/sh
+# The build step: reads the prompt on stdin (or $HARNESS_PROMPT_FILE) and changes the
+# checkout; the judge decides. Replace this with your script or agent command line.
+echo "scripts/agent.sh: no build written yet (edit scripts/agent.sh)" >&2
+exit 1
+"""
 
 
 def new_lesson(cwd: Path, name: str, out: TextIO) -> int:

@@ -13,6 +13,7 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TextIO, cast
 
+from harness.commands.reviewer import remote_goal_branches, secret_here
 from harness.commands.session import Session, open_session
 from harness.errors import InvalidInput
 from harness.loop.control import Control
@@ -20,7 +21,7 @@ from harness.record.ledger import Ledger
 from harness.record.unverified import UNVERIFIED, UnverifiedLedger
 from harness.record.visible import line
 from harness.store.gitrepo import Repo, run_git
-from harness.trust.secret import ENV_SECRET, ENV_SECRET_FILE, Secret, default_secret_file
+from harness.trust.secret import Secret
 
 __all__ = [
     "UNVERIFIED",
@@ -54,15 +55,6 @@ def reading_ledger(events: Path, goal_id: str, secret: Secret | None, err: TextI
     return Ledger(events, goal_id, secret.goal_key(goal_id))
 
 
-def secret_here(env: Mapping[str, str]) -> bool:
-    """Whether this machine is set up with a secret at all (HARNESS_SECRET, the file named
-    by HARNESS_SECRET_FILE, or the default file). Without one, `status` and `replay` read
-    the record unverified; a secret that is there but wrong is still exit 3."""
-    if env.get(ENV_SECRET) or env.get(ENV_SECRET_FILE):
-        return True
-    return default_secret_file(env).exists()
-
-
 def goal_ref(repo: Repo, control: Control, goal_id: str, remote: str | None = None) -> str | None:
     """The ref holding the goal's record: the local branch, else the remote's.
 
@@ -84,20 +76,6 @@ def goal_ref(repo: Repo, control: Control, goal_id: str, remote: str | None = No
     ).stdout.decode()
     found = [line for line in out.splitlines() if line.endswith("/" + branch)]
     return found[0] if len(found) == 1 else None
-
-
-def remote_goal_branches(repo: Repo, prefix: str) -> dict[str, str]:
-    """Goal id -> remote-tracking ref, for goal branches this clone has only as a remote's
-    (one remote each; a name two remotes hold is left out)."""
-    out = run_git(
-        ["for-each-ref", "--format=%(refname)", f"refs/remotes/*/{prefix}*"], repo.root
-    ).stdout.decode()
-    seen: dict[str, list[str]] = {}
-    for ref in out.splitlines():
-        _, _, rest = ref.removeprefix("refs/remotes/").partition("/")
-        if rest.startswith(prefix) and "/" not in rest[len(prefix) :]:
-            seen.setdefault(rest[len(prefix) :], []).append(ref)
-    return {goal: refs[0] for goal, refs in seen.items() if len(refs) == 1}
 
 
 def require_control_checked_out(repo: Repo, control: Control) -> None:

@@ -8,14 +8,15 @@ saying why (no page), and the command then exits 3 after writing the rest.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TextIO
 
-from harness.commands.session import open_session
+from harness.commands.remote_goal import UNVERIFIED, open_reading, reading_ledger
+from harness.commands.reviewer import remote_goal_branches
 from harness.commands.verify import goals_with_records
 from harness.errors import HarnessError, InvalidInput, TrustFailure
-from harness.record.ledger import Ledger
 from harness.record.locate import locate
 from harness.record.report.index import GoalRow, failed_row, goal_row, render_index
 from harness.record.report.page import collect, render_collected
@@ -23,6 +24,7 @@ from harness.record.visible import line
 from harness.store.fsutil import atomic_write
 
 NOTE = "verified: every event's chain link and MAC checked while rendering"
+UNVERIFIED_NOTE = f"unverified: {UNVERIFIED} (chain links checked, MACs not)"
 
 
 def report(
@@ -32,30 +34,37 @@ def report(
     out_dir: Path | None,
     env: Mapping[str, str],
     out: TextIO,
+    err: TextIO = sys.stderr,
 ) -> int:
+    """Without the secret (a reviewer clone) every page is rendered from its chain-checked
+    ledger and says it is unverified; a broken chain is still a failed row."""
     if out_dir is None:
         raise InvalidInput("--out: missing (expected the folder to write the site into)")
     if not every and not goal_ids:
         raise InvalidInput("goal ids: none given (expected goal ids, or --all for every goal)")
     if out_dir.exists() and not out_dir.is_dir():
         raise InvalidInput(f"--out: {out_dir} is a file (expected a folder)")
-    with open_session(cwd, env, goal_ids) as s:
+    with open_reading(cwd, env, goal_ids) as s:
+        remote = remote_goal_branches(s.repo, s.control.config.branch_prefix)
         ids = sorted(
-            set(goal_ids) | (set(goals_with_records(s.repo, s.control)) if every else set())
+            set(goal_ids)
+            | (set(goals_with_records(s.repo, s.control)) | set(remote) if every else set())
         )
+        note = NOTE if s.secret is not None else UNVERIFIED_NOTE
         out_dir.mkdir(parents=True, exist_ok=True)
         rows: list[GoalRow] = []
         for goal_id in ids:
             try:
-                with locate(s.repo, goal_id, s.control.branch(goal_id)) as found:
-                    ledger = Ledger(found.paths.events, goal_id, s.secret.goal_key(goal_id))
+                branch = s.control.branch(goal_id)
+                with locate(s.repo, goal_id, branch, remote.get(goal_id)) as found:
+                    ledger = reading_ledger(found.paths.events, goal_id, s.secret, err)
                     page = collect(ledger.records(), goal_id)
             except HarnessError as exc:
                 rows.append(failed_row(goal_id, str(exc)))
                 continue
-            atomic_write(out_dir / f"{goal_id}.html", render_collected(page, goal_id, NOTE))
+            atomic_write(out_dir / f"{goal_id}.html", render_collected(page, goal_id, note))
             rows.append(goal_row(page, goal_id, f"{goal_id}.html"))
-        atomic_write(out_dir / "index.html", render_index(rows, NOTE))
+        atomic_write(out_dir / "index.html", render_index(rows, note))
     failed = [row for row in rows if row.problem]
     out.write(line(f"wrote {out_dir / 'index.html'}: {len(rows)} goal(s)"))
     for row in failed:

@@ -26,7 +26,7 @@ from harness.model.goalid import GOAL_ID_EXPECTED, goal_source
 from harness.model.wording import show_value
 from harness.record.cell import Cell, parse_cell
 from harness.record.events import TERMINAL, WAITING
-from harness.record.visible import block, line
+from harness.record.visible import block, line, one_line, tidy_numbers
 from harness.store.gitrepo import Repo
 from harness.store.lock import GoalLock
 from harness.trust.approvals import NotApproved
@@ -52,6 +52,30 @@ def run(
     clock: Clock | None = None,
     jobs: int = 1,
     as_json: bool = False,
+) -> int:
+    """With `as_json`, a run refused before any goal (bad input, no secret, not a harness
+    repository) still prints its one JSON document, `{"exit_code", "error", "goals": []}`,
+    besides the usual error line on stderr."""
+    try:
+        return _start(cwd, goal_ids, max_steps, push, env, out, err, clock, jobs, as_json)
+    except HarnessError as exc:
+        if as_json:
+            document = {"exit_code": exc.exit_code, "error": one_line(str(exc)), "goals": []}
+            out.write(json.dumps(document, indent=2) + "\n")
+        raise
+
+
+def _start(
+    cwd: Path,
+    goal_ids: list[str],
+    max_steps: int | None,
+    push: str | None,
+    env: Mapping[str, str],
+    out: TextIO,
+    err: TextIO,
+    clock: Clock | None,
+    jobs: int,
+    as_json: bool,
 ) -> int:
     if max_steps is not None and max_steps < 1:
         raise InvalidInput(f"--max-steps: {max_steps} (expected a whole number ≥ 1)")
@@ -187,7 +211,7 @@ def _report(
     if idle is not None:
         err.write(line(f"harness: {idle}"))
     if as_json:
-        out.write(json.dumps({"exit_code": code, "goals": outcomes}, indent=2) + "\n")
+        out.write(json.dumps(tidy_numbers({"exit_code": code, "goals": outcomes}), indent=2) + "\n")
     return code
 
 

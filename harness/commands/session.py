@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, Literal, TypeVar, overload
 
+from harness.commands.reviewer import reviewer_refusal
 from harness.errors import TrustFailure
 from harness.loop.control import Control, open_control
 from harness.model.goalid import check_goal_id
@@ -62,7 +63,7 @@ def _session(
         check_goal_id(goal_id, "goal id")
     repo = Repo.discover(cwd)
     if need_secret:
-        secret: Secret | None = load_secret(env, repo.root)
+        secret: Secret | None = _secret_or_refusal(env, repo)
         control = open_control(repo, secret)
     else:
         control = open_control(repo)
@@ -90,6 +91,18 @@ def nothing_notes(control: Control, found: bool, what: str) -> list[str]:
         "run": f"nothing to run: no goals on {short} (`harness new <id>`, approve it, commit)",
     }
     return [*notes, empty[what]]
+
+
+def _secret_or_refusal(env: Mapping[str, str], repo: Repo) -> Secret:
+    """The secret; where there is none in a reviewer clone, the refusal that says so (and
+    never advises a new secret there, which would not be the runner's)."""
+    try:
+        return load_secret(env, repo.root)
+    except TrustFailure:
+        refusal = reviewer_refusal(repo, env, "this command")
+        if refusal is not None:
+            raise refusal from None
+        raise
 
 
 def _secret_if_any(env: Mapping[str, str], repo: Repo) -> Secret | None:

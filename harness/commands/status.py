@@ -18,11 +18,12 @@ from harness.loop.clock import SystemClock
 from harness.loop.contain.sandbox import notice
 from harness.loop.control import Control
 from harness.loop.runnable import runnable
+from harness.model.limits import show_duration
 from harness.record.cell import Cell, Unavailable, parse_cell, peek_cell, rule_counts_json
 from harness.record.events import TERMINAL, WAITING
 from harness.record.render import unavailable_text
 from harness.record.stale import is_stale, stale_after
-from harness.record.visible import line
+from harness.record.visible import line, tidy_numbers
 from harness.store.gitrepo import Repo
 from harness.store.lock import GoalLock
 from harness.store.objects import branch_heads, read_blobs
@@ -65,7 +66,7 @@ def status(
         err.write(line(f"harness: {uncontained}"))
     err.writelines(line(f"harness: note: {note}") for note in notes)
     if as_json:
-        out.write(json.dumps(rows, indent=2, sort_keys=True) + "\n")
+        out.write(json.dumps(tidy_numbers(rows), indent=2, sort_keys=True) + "\n")
     else:
         out.writelines(line(_line(row)) for row in rows)
     return _check_code(rows) if check else 0
@@ -187,6 +188,7 @@ def _row(
         "unavailable": asdict(cell.unavailable) if cell.unavailable else None,
         "elsewhere": elsewhere,
         "waiting_for_approval": waits,
+        "approval_uncommitted": waits and _uncommitted_approval(repo, control, goal_id),
         "verified": verified,
         "owners_changed": moved,
         "warned": list(cell.warned),
@@ -196,6 +198,17 @@ def _row(
         "stale": not (waits or moved) and is_stale(cell, now),
     }
     return row | _next(control, cell, shown, elsewhere is not None or waits, now) | _recurring(cell)
+
+
+def _uncommitted_approval(repo: Repo, control: Control, goal_id: str) -> bool:
+    """Whether the working copy's approval file differs from the control branch's: an
+    approval made here and not committed, which no runner can see."""
+    rel = f"goals/{goal_id}.approval"
+    try:
+        here = (repo.root / rel).read_bytes()
+    except OSError:
+        return False
+    return here != (repo.read_blob(control.ref, rel) or b"")
 
 
 def _next(
@@ -292,14 +305,19 @@ def _line(row: Mapping[str, Any]) -> str:
     if row.get("stale"):
         shown += (
             f" stale (nothing advanced it since {row['advanced_at']}, longer than "
-            f"halt.stale_after {_num(row['stale_after_s'])}s: is its runner still scheduled?)"
+            f"halt.stale_after {show_duration(row['stale_after_s'])}: is its runner still scheduled?)"
         )
     if "run" in row:
         shown += f" run={row['run']} next_run_due={row['next_run_due']}"
         caps, used = row["lifetime_limit"], row["lifetime_used"] or {}
         if caps:
             shown += " lifetime: " + " ".join(f"{k}={_num(used[k])}/{_num(caps[k])}" for k in caps)
-    if row.get("waiting_for_approval"):
+    if row.get("approval_uncommitted"):
+        shown += (
+            f" waiting for approval (goals/{row['id']}.approval in the working copy is not"
+            " committed: commit it, and push it, so the runners see it)"
+        )
+    elif row.get("waiting_for_approval"):
         shown += f" waiting for approval (run `harness approve {row['id']} --key KEY`)"
     if row.get("verified") is False:
         shown += f" (unverified: {UNVERIFIED})"

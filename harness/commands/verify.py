@@ -8,7 +8,10 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
-from harness.commands.session import nothing_notes, open_session
+from harness.commands.remote_goal import open_reading
+from harness.commands.reviewer import remote_goal_branches
+from harness.commands.session import nothing_notes
+from harness.commands.verify_unverified import verify_unverified
 from harness.errors import HarnessError, TrustFailure
 from harness.loop.control import Control
 from harness.model.goalid import GOAL_ID_RE
@@ -34,11 +37,17 @@ def verify(
 ) -> int:
     """`secrets`: also look in every event for a secret value of `env` (names that say
     secret, the config's `redact_env`) or a token shape, and fail a record that holds one."""
-    with open_session(cwd, env, goal_ids) as s:
-        ids = goal_ids or goals_with_records(s.repo, s.control)
-        notes = [] if goal_ids else nothing_notes(s.control, bool(ids), "records")
-        scan = Redactor.for_env(env, s.control.config.redacted()) if secrets else None
-        results = [_result(s.repo, s.control, s.secret, goal_id, scan) for goal_id in ids]
+    with open_reading(cwd, env, goal_ids) as s:
+        if s.secret is None:  # a reviewer clone: what needs no secret (reviewer.py)
+            remote = remote_goal_branches(s.repo, s.control.config.branch_prefix)
+            ids = goal_ids or sorted(set(goals_with_records(s.repo, s.control)) | set(remote))
+            notes = [] if goal_ids else nothing_notes(s.control, bool(ids), "records")
+            results = [verify_unverified(s.repo, s.control, i, remote.get(i)) for i in ids]
+        else:
+            ids = goal_ids or goals_with_records(s.repo, s.control)
+            notes = [] if goal_ids else nothing_notes(s.control, bool(ids), "records")
+            scan = Redactor.for_env(env, s.control.config.redacted()) if secrets else None
+            results = [_result(s.repo, s.control, s.secret, goal_id, scan) for goal_id in ids]
     err.writelines(line(f"harness: note: {note}") for note in notes)
     worst = max((r.get("exit_code", 0) for r in results), default=0)
     if as_json:
@@ -173,6 +182,8 @@ def _line(result: Mapping[str, Any]) -> str:
         return f"FAIL {result['id']}: {result['failure']['message']}"
     head = result["head"]
     extra = "; " + "; ".join(result["notes"]) if result["notes"] else ""
+    if not result.get("verified", True):
+        extra += f" (unverified: {result['unverified']})"
     return (
         f"ok {result['id']}: {result['events']} events, head {head['seq']}:{head['hash'][:16]}, "
         f"status {result['status']}{extra}"

@@ -34,6 +34,7 @@ from harness.loop.guards import GitConfigGuard, RecordGuard
 from harness.loop.lesson_checks import check_lessons
 from harness.loop.lessons import given_lessons
 from harness.loop.recorder import Recorder, call_id, fit_text
+from harness.loop.shipremote import sandbox_hint
 from harness.loop.spend import budget_limits, recurrence
 from harness.model.goal import BuildSpec, Goal, JudgeSpec, StepSpec
 from harness.model.lessons import Lesson
@@ -78,8 +79,15 @@ def finishers(
         "build": BuildFinish(rec, goal, ctx, commands),
         "judge": lambda ran: finish_judge(rec, ran, junit),
         "review": lambda ran: finish_review(rec, ran),
-        "ship": lambda ran: finish_ship(rec, ran),
+        "ship": lambda ran: finish_ship(rec, ran, ship_hint(goal, commands)),
     }
+
+
+def ship_hint(goal: Goal, commands: StepCommands) -> Callable[[], str]:
+    """What a failed ship's detail adds when the sandbox hid a path remote (shipremote)."""
+    network = goal.ship.network if goal.ship is not None else True
+    root = commands.ctx.control.repo.root
+    return sandbox_hint(root, commands.sandbox, commands.place(), network)
 
 
 def _publisher(remote: Remote | None, wt: Worktree) -> Callable[[], None] | None:

@@ -8,7 +8,7 @@ else it reads; `controller.finishers` is the table that picks one per step.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -45,8 +45,13 @@ def ship_failed_detail(data: Mapping[str, Any]) -> str:
     else:
         how = f"exited {data.get('exit_code')}"
     tail = (data.get("output_tail") or "").strip()
-    lines = tail.split("\n")[-SHIP_TAIL_LINES:]
-    return f"the ship step {how}" + (": " + "\n".join(lines) if lines else " (no output)")
+    every = tail.split("\n")
+    lines = every[-SHIP_TAIL_LINES:]
+    # git's first error line says why; later ones often only repeat "failed to push".
+    first = next((text for text in every if text.startswith(("fatal:", "error:"))), None)
+    if first is not None and first not in lines:
+        lines = [first, "…", *lines]
+    return f"the ship step {how}" + (": " + "\n".join(lines) if tail else " (no output)")
 
 
 def violation_detail(step: str, changed: Sequence[str]) -> str:
@@ -118,7 +123,8 @@ def finish_plan(rec: Recorder, ran: Ran) -> None:
     finish_review(rec, ran)  # the same record: its stdout goes into the first prompt
 
 
-def finish_ship(rec: Recorder, ran: Ran) -> None:
+def finish_ship(rec: Recorder, ran: Ran, hint: Callable[[], str] | None = None) -> None:
+    """`hint`: what else a failed ship's detail says (shipremote.sandbox_hint)."""
     rec.emit("step.finished", ran.step, ran.iteration, ran.data() | {"result": ran.verdict})
     if ran.passed:
         data = {"commit": rec.wt.head(), "detail": "shipped"}
@@ -126,7 +132,9 @@ def finish_ship(rec: Recorder, ran: Ran) -> None:
         rec.checkpoint("ship finished")
     else:
         # Not the end: the goal waits for a new signed ship decision (loop.md).
-        rec.gate("needs_attention", "ship_failed", ship_failed_detail(ran.data()))
+        said = hint() if hint is not None else ""
+        detail = ship_failed_detail(ran.data())
+        rec.gate("needs_attention", "ship_failed", f"{detail}\n{said}" if said else detail)
 
 
 def finish_read_only(rec: Recorder, ran: Ran, extra: dict[str, Any]) -> None:

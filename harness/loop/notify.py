@@ -24,6 +24,7 @@ from harness.errors import HarnessError
 from harness.loop.notice import transition_document
 from harness.loop.steps import child_env
 from harness.model.config import Config, Notify
+from harness.model.limits import show_duration
 from harness.record.cell import Cell, peek_cell
 from harness.record.stale import stale_after
 from harness.record.visible import line, one_line
@@ -137,7 +138,7 @@ def _stale_document(repo: Repo, cell: Cell) -> dict[str, object]:
         "stale_after_s": after,
         "text": one_line(
             f"goal-harness: {cell.goal} is stale: nothing advanced it since "
-            f"{cell.advanced_at}, longer than halt.stale_after {after}s ({repo.root.name})"
+            f"{cell.advanced_at}, longer than halt.stale_after {show_duration(after)} ({repo.root.name})"
         ),
     }
 

@@ -124,6 +124,22 @@ def parse_duration(value: object, source: str, key: str) -> int:
     return seconds
 
 
+def show_duration(seconds: float) -> str:
+    """Whole seconds as a goal file writes them: `48h`, `90m`, `45s`, or `1h30m` / `2m5s`
+    where one unit is not exact (`halt.stale_after 48h`, not `172800s`); a fraction of a
+    second stays as seconds (`0.5s`)."""
+    if seconds != int(seconds) or seconds <= 0:
+        return f"{seconds:g}s"
+    whole = int(seconds)
+    for unit in ("h", "m"):
+        if whole % _UNIT_SECONDS[unit] == 0:
+            return f"{whole // _UNIT_SECONDS[unit]}{unit}"
+    hours, rest = divmod(whole, 3600)
+    minutes, secs = divmod(rest, 60)
+    parts = [(hours, "h"), (minutes, "m"), (secs, "s")]
+    return "".join(f"{n}{u}" for n, u in parts if n)
+
+
 def budget_from(raw: Mapping[str, Any], default: Budget, source: str, key: str) -> Budget:
     """A Budget from a schema-checked mapping, each missing limit taken from `default`."""
     seconds = default.max_seconds

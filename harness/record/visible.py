@@ -21,6 +21,8 @@ starting with `::` (the modern form of a GitHub workflow command, read only ther
 
 from __future__ import annotations
 
+from typing import Any
+
 _NAMED = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
 # GitHub's runner reads `##[command]` anywhere in a line (ActionCommand.TryParse), not
 # only at its start as it does `::command::`; `\x23` is `#` in the escapes' own notation.
@@ -84,3 +86,16 @@ def lines(value: object) -> str:
     text = value if isinstance(value, str) else str(value)
     first, *rest = text.rstrip("\n").split("\n")
     return line(first) + "".join(CONTINUED + one_line(more) + "\n" for more in rest)
+
+
+def tidy_numbers(value: Any) -> Any:
+    """A JSON document's floats to 6 decimals (a sum of step costs reads 0.3, never
+    0.30000000000000004); everything else as it is. For what a command prints, not for
+    what is hashed or recorded."""
+    if isinstance(value, float):
+        return round(value, 6)
+    if isinstance(value, dict):
+        return {key: tidy_numbers(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [tidy_numbers(item) for item in value]
+    return value

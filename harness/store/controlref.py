@@ -13,6 +13,7 @@ that cannot be read is exit 4 (try again later), as for the goal branches (remot
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from harness.errors import InvalidInput, TrustFailure
@@ -83,16 +84,20 @@ def _fast_forward_checkout(root: Path, branch: str, remote: str, commit: str) ->
         )
 
 
-def commit_and_push(repo: Repo, remote: str, ref: str, path: Path, message: str) -> str:
-    """Commit `path` alone on the checked-out control branch and push it fast-forward only.
+def commit_and_push(
+    repo: Repo, remote: str, ref: str, path: Path, message: str, also: Sequence[Path] = ()
+) -> str:
+    """Commit `path` (and `also`) alone on the checked-out control branch and push it
+    fast-forward only.
 
     Returns the commit. A push the remote does not take leaves the commit on the local
     branch and raises PushRefused (exit 4) saying so: `git push` it once the remote allows.
     """
     branch = ref.removeprefix("refs/heads/")
     relative = str(path.relative_to(repo.root))
-    run_git(["add", "--", relative], repo.root)
-    proc = run_git(["commit", "-q", "-m", message, "--", relative], repo.root, check=False)
+    paths = [relative, *(str(p.relative_to(repo.root)) for p in also)]
+    run_git(["add", "--", *paths], repo.root)
+    proc = run_git(["commit", "-q", "-m", message, "--", *paths], repo.root, check=False)
     if proc.returncode != 0:
         raise InvalidInput(
             f"{relative}: git commit failed: {_last_line(proc.stderr)} (expected a git identity: "

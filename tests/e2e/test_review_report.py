@@ -88,6 +88,7 @@ def test_html_report_shows_it_the_same_twice_and_in_chromium(
     page = Page(dom)
     assert "Make value.txt say right." in page.text("objective")
     assert page.text("sign-command") == "harness ship g1 --key <owner key>"
+    assert page.text("sign-push-command") == "harness ship g1 --key <owner key> --push origin"
     changes = page.text("changes")
     assert "value is 'wrong'" in changes and "lesson notes check passed" in changes
     # Added and removed lines are marked, as the browser parsed them.

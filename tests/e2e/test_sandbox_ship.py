@@ -75,3 +75,23 @@ def test_a_remote_not_bound_writable_is_not_written(
         assert data["exit_code"] == 1
         assert "unable to create temporary object directory" in data["output_tail"]
     assert git(tmp_path / "remote.git", "for-each-ref") == ""
+
+
+@needs_bwrap
+def test_a_path_remote_the_sandbox_hides_is_named_in_the_gate(
+    tmp_path: Path, owner_key: OwnerKey
+) -> None:
+    """Issue 30 item 8: `git push origin` to a bare repository under /tmp fails in the
+    sandbox; the gate keeps git's first error line whole and names the fix."""
+    repo = _parked(tmp_path, owner_key, ["git", "push", "origin", "HEAD:refs/heads/f"], None)
+    repo.harness("ship", "g1", "--key", str(repo.key.private), check=5)
+    row = repo.status()
+    assert (row["status"], row["gate"]) == ("needs_attention", "ship_failed")
+    bare = tmp_path / "remote.git"
+    detail = row["gate_detail"]
+    assert detail.startswith("the ship step exited 128: fatal: ")
+    assert f"'{bare}' does not appear to be a git repository" in detail
+    assert (
+        f"the sandbox hides remote origin's path {bare} from the ship step: add `rw:{bare}`"
+        " to sandbox_binds in .harness/config.yaml (or push to a URL)"
+    ) in detail

@@ -30,7 +30,7 @@ from harness.commands.doctor.machine import (
 )
 from harness.commands.doctor.notify_checks import checked_url, notify_checks
 from harness.commands.doctor.repository import config_check, repository, repository_checks
-from harness.commands.doctor.secret_checks import secret_check, secret_file
+from harness.commands.doctor.secret_checks import reviewer_clone, secret_check, secret_file
 from harness.errors import InvalidInput, TrustFailure
 from harness.loop.agents.support import SUPPORTED
 from harness.record.visible import line
@@ -65,8 +65,10 @@ def _text(f: Finding) -> str:
 
 def run_checks(cwd: Path, env: Mapping[str, str], notify_url: str | None = None) -> list[Finding]:
     repo, repo_finding = repository(cwd)
-    secret, secret_finding = secret_check(env, repo.root if repo else None)
-    found = [git_version(cwd), python_check(), repo_finding, secret_finding, secret_file(env)]
+    reviewed = reviewer_clone(env, repo)
+    secret, secret_finding = secret_check(env, repo, reviewed)
+    found = [git_version(cwd), python_check(), repo_finding, secret_finding]
+    found.append(secret_file(env, reviewed))
     if repo is not None:
         found += repository_checks(repo, env, secret, has_commit=repo_finding.status == OK)
     found.append(ssh_keygen(env))

@@ -6,7 +6,9 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from harness.commands.doctor.findings import OK, WARN, Finding, fail
+from harness.commands.reviewer import COPY_ADVICE, recorded_goals, secret_here
 from harness.errors import TrustFailure
+from harness.store.gitrepo import Repo
 from harness.trust.secret import (
     ENV_SECRET,
     ENV_SECRET_FILE,
@@ -16,9 +18,26 @@ from harness.trust.secret import (
 )
 
 
-def secret_check(env: Mapping[str, str], root: Path | None) -> tuple[Secret | None, Finding]:
+def reviewer_clone(env: Mapping[str, str], repo: Repo | None) -> list[str]:
+    """The goals with records here when this is a reviewer clone (no secret set up, records
+    made elsewhere), else []."""
+    if repo is None or secret_here(env):
+        return []
+    return recorded_goals(repo)
+
+
+def secret_check(
+    env: Mapping[str, str], repo: Repo | None, reviewed: list[str]
+) -> tuple[Secret | None, Finding]:
+    if reviewed:
+        shown = ", ".join(reviewed[:5]) + (" …" if len(reviewed) > 5 else "")
+        finding = (
+            f"none here: a reviewer clone (records of {shown} were made by a runner with its "
+            "own secret); status, replay, report, diff and verify work here, unverified"
+        )
+        return None, Finding("secret", WARN, finding, COPY_ADVICE)
     try:
-        secret = load_secret(env, root)
+        secret = load_secret(env, repo.root if repo is not None else None)
     except TrustFailure as exc:
         fix = (
             f"run `harness secret new` (writes {default_secret_file(env)}), or set "
@@ -28,10 +47,12 @@ def secret_check(env: Mapping[str, str], root: Path | None) -> tuple[Secret | No
     return secret, Finding("secret", OK, f"{len(secret.value)} bytes from {secret.origin}")
 
 
-def secret_file(env: Mapping[str, str]) -> Finding:
+def secret_file(env: Mapping[str, str], reviewed: list[str]) -> Finding:
     named = env.get(ENV_SECRET_FILE)
     path = Path(named).expanduser() if named else default_secret_file(env)
     if not path.is_file():
+        if reviewed:
+            return Finding("secret-file", OK, f"none at {path} (a reviewer clone needs none)")
         if env.get(ENV_SECRET):
             return Finding("secret-file", OK, f"none at {path}; the secret comes from {ENV_SECRET}")
         return Finding(

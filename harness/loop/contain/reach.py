@@ -147,3 +147,17 @@ def _needed(program: Path) -> list[tuple[Path, bool]]:
         paths.setdefault(script, True)
         paths.setdefault(script.resolve(), True)
     return list(paths.items())
+
+
+def hidden_folders(
+    sandbox: Sandbox, place: Place, paths: Sequence[Path], network: bool = True
+) -> list[Path]:
+    """Which of `paths` a contained step (not a build: on a throw-away layer) cannot see as
+    the runner does; [] when steps are not contained."""
+    if not sandbox.on or sandbox.bwrap is None:
+        return []
+    argv = bwrap_argv(
+        sandbox.bwrap, place, ["true"], work=place.worktree, scratch=None, network=network
+    )
+    found = mounts(argv)
+    return [path for path in paths if hiding_mount(found, path.resolve()) is not None]

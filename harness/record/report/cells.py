@@ -37,3 +37,9 @@ def heading_cells(headings: tuple[str, ...]) -> Html:
 def seq_cells(first: int, last: int | None, ts: str) -> Html:
     seq = html("{:,}", first) if last is None or last == first else html("{:,}–{:,}", first, last)
     return html('<td class="num">{}</td><td><span title="{}">{}</span></td>', seq, ts, clock(ts))
+
+
+def verify_class(note: str) -> str:
+    """The verify banner's class: a record read without the secret is shown as a warning,
+    never in the colour of a verified one."""
+    return "verify unverified" if note.startswith("unverified") else "verify"

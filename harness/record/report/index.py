@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from harness.record.events import WAITING
-from harness.record.report.cells import badge, tone_of
+from harness.record.report.cells import badge, tone_of, verify_class
 from harness.record.report.collect import Collector
 from harness.record.report.fmt import FORMATS, plural
 from harness.record.report.page import END, head
@@ -66,13 +66,14 @@ def render_index(rows: list[GoalRow], note: str) -> bytes:
             html(
                 '<header id="summary">\n<p class="kicker">goal-harness overview</p>\n'
                 "<h1>{}</h1>\n"
-                '<p class="verify">{}</p>\n'
+                '<p class="{}">{}</p>\n'
                 "<p>{} waiting for a human.</p>\n</header>\n"
                 '<section id="goals">\n<table class="entries">\n'
                 "<thead><tr>{}</tr></thead>\n<tbody>\n{}</tbody>\n</table>\n</section>\n"
                 "<footer>\n<p>Rendered from each goal's ledger by <code>harness report --all</code>; "
                 "the same ledgers always give the same pages.</p>\n</footer>\n",
                 plural(len(rows), "goal"),
+                verify_class(note),
                 note,
                 plural(waiting, "goal"),
                 heads,

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from harness.record.cell import Cell
 from harness.record.ledger import Record
 from harness.record.report.budget import budget_section
-from harness.record.report.cells import badge, tone_of
+from harness.record.report.cells import badge, tone_of, verify_class
 from harness.record.report.collect import Collector
 from harness.record.report.fmt import plural
 from harness.record.report.gates import decisions_section, gates_section, runs_section
@@ -99,9 +99,10 @@ def _header(page: Collector, goal_id: str, verify_note: str) -> Html:
     return html(
         '<header id="summary">\n<p class="kicker">goal-harness report</p>\n'
         "<h1>Goal <code>{}</code></h1>\n"
-        '<p class="verify">{}</p>\n'
+        '<p class="{}">{}</p>\n'
         '<table class="facts">\n{}</table>\n</header>\n',
         goal_id,
+        verify_class(verify_note),
         verify_note,
         join(facts),
     )

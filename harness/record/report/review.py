@@ -38,10 +38,15 @@ def decision_section(evidence: IterationEvidence, cell: Cell) -> Html:
         "Review the change with <code>{}</code>; "
         "a signature binds:</p>\n"
         '<table class="facts">\n{}</table>\n'
-        '<p>Sign with: <code id="sign-command">{}</code></p>\n</section>\n',
+        '<p>Sign with: <code id="sign-command">{}</code></p>\n'
+        "<p>From a clone that does not run the goal (a laptop): "
+        '<code id="sign-push-command">{} --push origin</code> commits the decision and pushes '
+        "it; the runner acts on it at its next <code>harness run --push origin</code>.</p>\n"
+        "</section>\n",
         badge(cell.gate or "", tone_of(cell.status)),
         diff_command(evidence.goal_id),
         rows,
+        sign,
         sign,
     )
 

@@ -21,6 +21,7 @@ padding-bottom:4px;border-bottom:1px solid var(--line)}
 .kicker{margin:0;color:var(--muted);text-transform:uppercase;letter-spacing:.08em;font-size:12px}
 .verify{display:inline-block;margin:4px 0 14px;padding:4px 10px;border-radius:6px;
 background:var(--pass-bg);color:var(--pass);font-weight:600}
+.verify.unverified{background:var(--warn-bg);color:var(--warn)}
 table{border-collapse:collapse;width:100%}
 th,td{text-align:left;vertical-align:top;padding:5px 8px}
 .facts{width:auto;min-width:60%}.facts th{color:var(--muted);font-weight:500;white-space:nowrap;

@@ -1,0 +1,41 @@
+"""The `harness` command group: the one error tree as one line and its exit code, and a
+hint for a command that lives under another name."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from harness.entry import failure_code
+
+# Names people type for a command that lives under `ci`.
+ELSEWHERE = {
+    "cron": "ci cron",
+    "systemd": "ci systemd",
+    "github": "ci github",
+    "matrix": "ci github --matrix",
+}
+
+
+class HarnessGroup(click.Group):
+    """Turns the one error tree into one line and its exit code (`entry.failure_code`)."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (click.exceptions.Exit, click.ClickException, click.Abort):
+            raise
+        except BaseException as exc:
+            code = failure_code(exc, lambda line: click.echo(line, err=True))
+            if code is None:
+                raise
+            ctx.exit(code)
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        name = args[0] if args else ""
+        if name in ELSEWHERE and self.get_command(ctx, name) is None:
+            ctx.fail(f"No such command '{name}': did you mean `harness {ELSEWHERE[name]}`?")
+        return super().resolve_command(ctx, args)
