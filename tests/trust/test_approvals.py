@@ -9,8 +9,8 @@ import pytest
 
 from harness.errors import InvalidInput, TrustFailure
 from harness.trust.approvals import (
-    NotApproved,
     Approval,
+    NotApproved,
     SignedRecord,
     append_record,
     find_run_approval,
