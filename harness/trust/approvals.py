@@ -179,18 +179,18 @@ def find_run_approval(
 def _why_not_approved(records: Sequence[SignedRecord], goal_id: str, sha256: str) -> str:
     """The most helpful reason there is no usable run approval, signatures aside."""
     hint = _APPROVE_HINT.format(goal=goal_id)
-    runs = [r for r in records if (r.statement.goal, r.statement.decision) == (goal_id, "run")]
+    others = [r for r in records if r.statement.goal != goal_id]
+    if others:  # first: it is why the file is refused, not merely waiting
+        newest = others[-1]
+        return (
+            f"goal {goal_id} is not approved: record {newest.index} is for goal "
+            f"{newest.statement.goal}, not {goal_id}; run `{hint}`"
+        )
+    runs = [r for r in records if r.statement.decision == "run"]
     if runs:
         approved = runs[-1].statement.sha256
         return (
             f"the goal file changed after it was approved (approved sha256 {approved[:12]}…, "
             f"file is {sha256[:12]}…): re-approve with `{hint}`"
-        )
-    others = [r for r in records if r.statement.goal != goal_id]
-    if others:
-        newest = others[-1]
-        return (
-            f"goal {goal_id} is not approved: record {newest.index} is for goal "
-            f"{newest.statement.goal}, not {goal_id}; run `{hint}`"
         )
     return f"goal {goal_id} is not approved: run `{hint}`"

@@ -563,3 +563,31 @@ def _under_tmp(*paths: str) -> list[str]:
     return sorted(
         {os.fspath(Path(p).resolve()) for p in paths if Path(p).resolve().is_relative_to("/tmp")}
     )
+
+
+@needs_bwrap
+@pytest.mark.parametrize("network", [True, False])
+def test_a_step_without_network_reaches_no_listening_socket(tmp_path: Path, network: bool) -> None:
+    """`network: false` is a network namespace of the step's own: a server on the runner's
+    127.0.0.1 is out of reach; with the network it is reached (found by mutmut: only
+    subprocess tests held this, and a mutant of `bwrap_argv` is not seen there)."""
+    import socket
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(1)
+    port = server.getsockname()[1]
+    probe = (
+        "import socket, sys\n"
+        "try:\n"
+        f"    socket.create_connection(('127.0.0.1', {port}), timeout=5)\n"
+        "except OSError as exc:\n"
+        "    sys.exit(f'refused: {exc}')\n"
+    )
+    try:
+        result = run_contained(place_in(tmp_path), [sys.executable, "-c", probe], network)
+    finally:
+        server.close()
+    assert (result.exit_code == 0) is network, result.output_tail
+    if not network:  # the probe ran and was refused (not bwrap refusing its own options)
+        assert "refused: " in result.output_tail, result.output_tail

@@ -12,6 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from harness.errors import HarnessError
 from harness.record.ledger import Ledger, LedgerBroken
 from harness.record.position import GENESIS, Position
 
@@ -261,3 +262,42 @@ def test_a_segment_that_is_a_link_is_a_broken_ledger(tmp_path: Path) -> None:
     segment.symlink_to(outside)
     with pytest.raises(LedgerBroken, match=r"000001\.jsonl: line 0: is a link"):
         list(Ledger(folder, "g1", b"k" * 32).records())
+
+
+def test_a_ledger_not_read_yet_or_with_a_torn_tail_refuses_to_append(tmp_path: Path) -> None:
+    """An append builds on the head it has verified: never on an unread ledger (its head
+    would be the genesis, forking the chain) nor past a torn line (found by mutmut)."""
+    _fill(_ledger(tmp_path), 2)
+    unread = Ledger(tmp_path / "events", "g1", KEY)
+    with pytest.raises(HarnessError, match="ledger appended before it was verified"):
+        unread.append("step.started", "build", 3, {"call_id": "c3", "base": "0" * 40}, "t3")
+    with (tmp_path / "events" / "000001.jsonl").open("ab") as segment:
+        segment.write(b'{"e":{"seq":3')  # a power cut mid-line
+    torn = Ledger(tmp_path / "events", "g1", KEY)
+    torn.load()
+    assert torn.torn is not None
+    with pytest.raises(HarnessError, match="ledger appended before it was verified"):
+        torn.append("step.started", "build", 3, {"call_id": "c3", "base": "0" * 40}, "t3")
+    torn.cut_torn_tail()
+    again = Ledger(tmp_path / "events", "g1", KEY)
+    again.load()
+    assert again.torn is None and again.head.seq == 2
+
+
+def test_what_append_returns_is_what_a_reader_reads(tmp_path: Path) -> None:
+    """The record live rendering sees (segment, line, end offset, run) is the one replay
+    reads back, across a segment boundary (found by mutmut: nothing compared them)."""
+    ledger = _ledger(tmp_path, segment_bytes=700)
+    written = [
+        ledger.append("step.started", "build", i, {"call_id": f"c{i}", "base": "0" * 40}, "t")
+        for i in range(1, 4)
+    ]
+    run_2 = {"run": 2, "control_commit": "c" * 40, "due_at": "2030-01-01T00:00:02.000Z"}
+    written.append(ledger.append("run.started", None, 1, run_2, "t"))
+    written.append(ledger.append("goal.completed", None, 1, {"commit": "b" * 40}, "t"))
+    assert len({r.segment for r in written}) > 1
+    assert [r.event.run for r in written] == [1, 1, 1, 2, 2]
+    read = Ledger(tmp_path / "events", "g1", KEY).load()
+    assert [(r.segment, r.line, r.end, r.hash, r.event) for r in written] == [
+        (r.segment, r.line, r.end, r.hash, r.event) for r in read
+    ]

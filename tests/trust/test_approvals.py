@@ -10,6 +10,7 @@ import pytest
 from harness.errors import InvalidInput, TrustFailure
 from harness.trust.approvals import (
     Approval,
+    NotApproved,
     SignedRecord,
     append_record,
     find_run_approval,
@@ -74,6 +75,33 @@ def test_approval_file_that_is_not_utf8_is_invalid_input(tmp_path: Path) -> None
     with pytest.raises(InvalidInput):
         append_record(path, RUN, "")
     assert path.read_bytes() == b"harness-approval v1\n\xff\n"
+
+
+def test_a_malformed_approval_file_is_named_by_load_and_by_append(
+    keys: dict[str, Key], tmp_path: Path
+) -> None:
+    """Loading it and appending to it both name the file (no record is added to it)."""
+    path = tmp_path / "fix-login.approval"
+    record = format_record(*signed(RUN, keys["alice"]))
+    path.write_text(record + record)  # no blank line between the two
+    expected = "record 1: has two signature blocks (expected one blank line between records)"
+    with pytest.raises(InvalidInput) as loaded:
+        load_approval_file(path, APPROVAL)
+    assert str(loaded.value) == f"{APPROVAL}: {expected}"
+    with pytest.raises(InvalidInput) as appended:
+        append_record(path, *signed(SHIP, keys["alice"]))
+    assert str(appended.value) == f"{path}: {expected}"
+    assert path.read_text() == record + record
+
+
+def test_append_record_names_the_file_when_the_new_block_breaks_it(
+    keys: dict[str, Key], tmp_path: Path
+) -> None:
+    path = tmp_path / "fix-login.approval"
+    append_record(path, *signed(RUN, keys["alice"]))
+    with pytest.raises(InvalidInput) as raised:
+        append_record(path, SHIP, "not a signature\n")
+    assert str(raised.value).startswith(f"{path}: record 2: ")
 
 
 @pytest.mark.parametrize(
@@ -225,47 +253,74 @@ def test_find_run_approval_skips_a_newer_forged_record(
 
 
 HINT = "run `harness approve fix-login --key PRIVKEY`"
-REFUSALS: list[tuple[str, list[tuple[Statement, str]], str]] = [
-    ("no records", [], f"{APPROVAL}: goal fix-login is not approved: {HINT}"),
+# Each refusal and what it means for `harness run`: "waiting" (NotApproved: skipped with a
+# note, exit 0) or "refused" (any other TrustFailure: exit 3).
+REFUSALS: list[tuple[str, list[tuple[Statement, str]], str, str]] = [
+    ("no records", [], "waiting", f"{APPROVAL}: goal fix-login is not approved: {HINT}"),
     (
         "only a ship decision",
         [(SHIP, "alice")],
+        "waiting",
         f"{APPROVAL}: goal fix-login is not approved: {HINT}",
     ),
     (
         "goal file changed",
         [(Statement(GOAL, OLD_SHA, "run"), "alice")],
+        "waiting",
         f"{APPROVAL}: the goal file changed after it was approved (approved sha256 "
         f"{OLD_SHA[:12]}…, file is {SHA[:12]}…): re-approve with "
         "`harness approve fix-login --key PRIVKEY`",
     ),
     (
+        # Waiting for re-approval only if the old approval was genuinely an owner's.
+        "goal file changed since a forged approval",
+        [(Statement(GOAL, OLD_SHA, "run"), "bob")],
+        "refused",
+        f"{APPROVAL}: record 1: signed by a key that is not in .harness/owners (BOB)",
+    ),
+    (
         "another goal",
         [(Statement("other-goal", SHA, "run"), "alice")],
+        "refused",
         f"{APPROVAL}: goal fix-login is not approved: record 1 is for goal other-goal, "
+        f"not fix-login; {HINT}",
+    ),
+    (
+        "another goal's record beside this goal's old one",
+        [
+            (Statement(GOAL, OLD_SHA, "run"), "alice"),
+            (Statement("other-goal", SHA, "run"), "alice"),
+        ],
+        "refused",
+        f"{APPROVAL}: goal fix-login is not approved: record 2 is for goal other-goal, "
         f"not fix-login; {HINT}",
     ),
     (
         "signed by a non-owner",
         [(RUN, "bob")],
+        "refused",
         f"{APPROVAL}: record 1: signed by a key that is not in .harness/owners (BOB)",
     ),
 ]
 
 
 @pytest.mark.parametrize(
-    ("records", "message"), [case[1:] for case in REFUSALS], ids=[case[0] for case in REFUSALS]
+    ("records", "outcome", "message"),
+    [case[1:] for case in REFUSALS],
+    ids=[case[0] for case in REFUSALS],
 )
 def test_find_run_approval_refuses_with_the_most_helpful_reason(
     keys: dict[str, Key],
     owners: tuple[Owner, ...],
     records: list[tuple[Statement, str]],
+    outcome: str,
     message: str,
 ) -> None:
     built = [record_of(st, keys[who], i) for i, (st, who) in enumerate(records, 1)]
     with pytest.raises(TrustFailure) as raised:
         find_run_approval(built, owners, GOAL, SHA, APPROVAL)
     assert str(raised.value) == message.replace("BOB", public_key_line(keys["bob"].blob))
+    assert isinstance(raised.value, NotApproved) == (outcome == "waiting")
 
 
 def test_find_run_approval_refuses_a_bad_signature(
