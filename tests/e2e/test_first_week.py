@@ -168,6 +168,8 @@ def test_a_teams_first_week_as_written(tmp_path: Path, hook: Hook) -> None:
     assert "nothing to run: nightly-digest waits for a decision" in said["tick3"]
     assert "nightly-digest parked_at_eyes" in said["tuesday"]
     assert "(unverified: no secret here" in said["tuesday"]
+    assert "ok nightly-digest: " in said["tuesday"]
+    assert "(unverified: no secret here: MACs not checked" in said["tuesday"]
     assert "+++ b/digest.md" in said["tuesday"] and "ledger/" not in said["tuesday"]
     assert "pushed main to origin" in said["ship1"]
     assert "decision ship by alice@example.com" in said["shipped1"]
