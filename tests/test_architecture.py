@@ -33,7 +33,7 @@ def part_of(module: str) -> str:
     pieces = module.split(".")
     if len(pieces) >= 3 or (len(pieces) == 2 and (PACKAGE / pieces[1]).is_dir()):
         return pieces[1]
-    if module in ("harness.cli", "harness.entry", "harness.__main__"):
+    if module in ("harness.cli", "harness.group", "harness.entry", "harness.__main__"):
         return "cli"
     return "base"
 
