@@ -17,7 +17,8 @@ import click
 
 from harness import __version__
 from harness.entry import RUN_OPTIONS
-from harness.group import HarnessGroup
+from harness.group import JSON as _JSON
+from harness.group import HarnessGroup, emit
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -136,14 +137,15 @@ def check(goal_ids: tuple[str, ...], as_json: bool) -> None:
 @click.argument("goal_id")
 @_OWNER_KEY
 @click.option("--push", metavar="REMOTE", help="Commit the goal file and approval, push them.")
-def approve(goal_id: str, key: Path, push: str | None) -> None:
+@_JSON
+def approve(goal_id: str, key: Path, push: str | None, as_json: bool) -> None:
     """Sign the run decision for the goal file's current bytes.
 
     Example: harness approve fix-login-timeout --key ~/.ssh/id_ed25519 --push origin
     """
     from harness.commands.approve import approve as run_approve
 
-    _done(run_approve(_cwd(), goal_id, key, _env(), sys.stdout, push))
+    emit(as_json, "approve", goal_id, lambda o: run_approve(_cwd(), goal_id, key, _env(), o, push))
 
 
 def _run_options(command: F) -> F:
@@ -189,7 +191,8 @@ _DECISION_PUSH = click.option(
 @click.argument("goal_id")
 @_OWNER_KEY
 @_DECISION_PUSH
-def ship(goal_id: str, key: Path, push: str | None) -> None:
+@_JSON
+def ship(goal_id: str, key: Path, push: str | None, as_json: bool) -> None:
     """Sign a ship decision bound to the parked commit and ledger head; the ship step runs.
 
     With the secret at hand the ship step runs at once; otherwise commit
@@ -200,7 +203,7 @@ def ship(goal_id: str, key: Path, push: str | None) -> None:
     """
     from harness.commands.decide import ship as run_ship
 
-    _done(run_ship(_cwd(), goal_id, key, _env(), sys.stdout, push=push))
+    emit(as_json, "ship", goal_id, lambda o: run_ship(_cwd(), goal_id, key, _env(), o, push))
 
 
 @cli.command()
@@ -213,14 +216,20 @@ def ship(goal_id: str, key: Path, push: str | None) -> None:
     help="New limits, e.g. iterations=5,cost_usd=40.",
 )
 @_DECISION_PUSH
-def unpark(goal_id: str, key: Path, extend: str | None, push: str | None) -> None:
+@_JSON
+def unpark(goal_id: str, key: Path, extend: str | None, push: str | None, as_json: bool) -> None:
     """Sign a decision to cross the goal's current (non-ship) gate.
 
     Example: harness unpark fix-login-timeout --key ~/.ssh/id_ed25519 --extend-budget iterations=5
     """
     from harness.commands.decide import unpark as run_unpark
 
-    _done(run_unpark(_cwd(), goal_id, key, extend, _env(), sys.stdout, push=push))
+    emit(
+        as_json,
+        "unpark",
+        goal_id,
+        lambda o: run_unpark(_cwd(), goal_id, key, extend, _env(), o, push),
+    )
 
 
 @cli.command("rotate-owners")
@@ -303,14 +312,16 @@ def diff(goal_id: str, iteration: int | None, stat: bool, as_json: bool) -> None
 @click.argument("goal_ids", nargs=-1)
 @click.option("--all", "every", is_flag=True, help="Every goal with a record, and an index.")
 @_path_option("--out", "out_dir", "The folder to write index.html and <id>.html into.")
-def report(goal_ids: tuple[str, ...], every: bool, out_dir: Path | None) -> None:
+@_JSON
+def report(goal_ids: tuple[str, ...], every: bool, out_dir: Path | None, as_json: bool) -> None:
     """Write a static, self-contained site: an index of the goals and each one's report.
 
     Example: harness report --all --out harness-report
     """
     from harness.commands.report import report as run_report
 
-    _done(run_report(_cwd(), list(goal_ids), every, out_dir, _env(), sys.stdout))
+    ids = list(goal_ids)
+    emit(as_json, "report", ids, lambda o: run_report(_cwd(), ids, every, out_dir, _env(), o))
 
 
 @cli.command()
@@ -337,14 +348,15 @@ def verify(goal_ids: tuple[str, ...], as_json: bool, secrets: bool) -> None:
 
 @cli.command()
 @click.argument("goal_id")
-def cancel(goal_id: str) -> None:
+@_JSON
+def cancel(goal_id: str, as_json: bool) -> None:
     """Record a cancellation; the goal stops at `cancelled`.
 
     Example: harness cancel fix-login-timeout
     """
     from harness.commands.cancel import cancel as run_cancel
 
-    _done(run_cancel(_cwd(), goal_id, _env(), sys.stdout))
+    emit(as_json, "cancel", goal_id, lambda o: run_cancel(_cwd(), goal_id, _env(), o))
 
 
 @cli.command()

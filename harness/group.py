@@ -1,9 +1,12 @@
-"""The `harness` command group: the one error tree as one line and its exit code, and a
-hint for a command that lives under another name."""
+"""The `harness` command group: the one error tree as one line and its exit code, a hint
+for a command that lives under another name, and `--json` for the commands that print a
+few lines about one act (commands/jsonout.py)."""
 
 from __future__ import annotations
 
-from typing import Any
+import sys
+from collections.abc import Callable
+from typing import Any, TextIO
 
 import click
 
@@ -39,3 +42,18 @@ class HarnessGroup(click.Group):
         if name in ELSEWHERE and self.get_command(ctx, name) is None:
             ctx.fail(f"No such command '{name}': did you mean `harness {ELSEWHERE[name]}`?")
         return super().resolve_command(ctx, args)
+
+
+JSON = click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+
+
+def emit(as_json: bool, name: str, goal: Any, run: Callable[[TextIO], int]) -> None:
+    """Run the command, its lines on stdout or with --json one document of them, and exit
+    with its code."""
+    if as_json:
+        from harness.commands.jsonout import as_document
+
+        code = as_document(run, sys.stdout, name, goal)
+    else:
+        code = run(sys.stdout)
+    click.get_current_context().exit(code)
