@@ -293,12 +293,22 @@ class GoalRunner:
                 "parked_at_eyes",
                 "ship",
                 f"commit {self.wt.head()} passed the done gate; ship needs a signed decision",
+                self._whole_change(),
             )
         else:
             self.recorder.emit(
                 "goal.completed", None, self.cell.iteration, {"commit": self.wt.head()}
             )
             self.recorder.checkpoint("completed")
+
+    def _whole_change(self) -> dict[str, str]:
+        """The ship gate's `change`: what a signature ships, `harness diff`'s base..gate
+        without ledger/, bounded as a build's diff is, for the reports' decision block."""
+        from harness.loop.reviewdiff import whole_change
+        from harness.record.changes import goal_base
+
+        base = goal_base(self.recorder.ledger.records())
+        return whole_change(self.wt.path, base, self.goal.id) if base else {}
 
     def expect_shortfalls(self) -> list[str]:
         """`expect.globs` counted over the commit the gate judges (loop/expect.py)."""

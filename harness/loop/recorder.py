@@ -119,7 +119,10 @@ class Recorder:
         """The run lost the goal to another runner: its unpushed events are dropped too."""
         self.unpublished.clear()
 
-    def gate(self, status: Status, reason: GateReason, detail: str) -> None:
+    def gate(
+        self, status: Status, reason: GateReason, detail: str, more: Mapping[str, str] = {}
+    ) -> None:
+        """`more`: what only some gates record (the ship gate's `change`)."""
         self.emit(
             "goal.gated",
             None,
@@ -129,6 +132,7 @@ class Recorder:
                 "reason": reason,
                 "detail": fit_text(detail, 4000),
                 "commit": self.wt.head(),
+                **more,
             },
         )
         self.checkpoint(f"{status} ({reason})")

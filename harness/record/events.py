@@ -228,6 +228,7 @@ class GoalGated(TypedDict):
     reason: str  # a GateReason, or DESTRUCTIVE_PREFIX + a class
     detail: str | None
     commit: str
+    change: NotRequired[str]  # the ship gate's whole change, bounded (loop/reviewdiff.py)
 
 
 class OwnersRotated(TypedDict):

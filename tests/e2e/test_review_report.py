@@ -4,6 +4,7 @@ check, what a signature binds and the command to sign), deterministically, in Ch
 
 from __future__ import annotations
 
+import html
 import re
 import sys
 from pathlib import Path
@@ -97,3 +98,22 @@ def test_html_report_shows_it_the_same_twice_and_in_chromium(
     assert "+wrong" in added and "+right" in added and removed == ["-wrong"]
     assert "lesson notes check passed" in page.text("timeline")
     assert not [tag for tag, _ in page.elements if tag == "script"]
+
+
+def test_the_decision_block_shows_the_whole_change_a_signature_ships(
+    managed: ManagedFactory,
+) -> None:
+    """Issue 30 item 13: the cumulative change (both builds), not only each build's own;
+    it is what `harness diff` prints, line for line."""
+    repo = _parked(managed)
+    page = repo.harness("replay", "g1", "--format", "html", check=0).stdout
+    block = page[
+        page.index('<section id="decision">') : page.index(
+            "</section>", page.index('<section id="decision">')
+        )
+    ]
+    assert 'id="whole-change"' in block and 'id="sign-push-command"' in block
+    whole = repo.harness("diff", "g1", check=0).stdout
+    assert "+right" in whole and "NOTES.txt" in whole
+    shown = [html.unescape(s) for s in re.findall(r'<span class="[a-z]*">([^<]*)</span>', block)]
+    assert shown == whole.rstrip("\n").split("\n")

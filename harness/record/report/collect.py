@@ -228,6 +228,8 @@ class Collector:
         if commit and commit not in detail:  # the ship gate's detail already names it
             detail += f"\nat commit {commit}"
         gate = Gate(event.seq, event.ts, event.iteration, status, cut(reason, 200), detail)
+        if isinstance(data.get("change"), str):
+            gate.change = as_text(data["change"])
         self.resolve(f"replaced by gate #{event.seq}")
         self.gates.add(gate)
         self.open_gate = gate

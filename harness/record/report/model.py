@@ -166,3 +166,4 @@ class Gate:
     reason: str
     detail: str
     outcome: str = "open"
+    change: str | None = None  # the ship gate's whole change (None: not recorded)

@@ -39,7 +39,7 @@ def render_collected(page: Collector, goal_id: str, verify_note: str) -> bytes:
             head(f"goal {goal_id} · goal-harness report"),
             _header(page, goal_id, verify_note),
             objective_section(page.evidence),
-            decision_section(page.evidence, page.cell),
+            decision_section(page.evidence, page.cell, page.open_gate),
             changes_section(page.evidence),
             budget_section(page),
             runs_section(page),

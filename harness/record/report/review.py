@@ -11,6 +11,7 @@ from harness.record.cell import Cell
 from harness.record.evidence import binds, diff_command, sign_command
 from harness.record.notes import IterationEvidence, IterationNote
 from harness.record.report.cells import badge, tone_of
+from harness.record.report.model import Gate
 from harness.record.report.safe import EMPTY, Html, esc, html, join
 
 
@@ -24,10 +25,16 @@ def objective_section(evidence: IterationEvidence) -> Html:
     )
 
 
-def decision_section(evidence: IterationEvidence, cell: Cell) -> Html:
+def decision_section(evidence: IterationEvidence, cell: Cell, gate: Gate | None = None) -> Html:
     sign = sign_command(cell, evidence.goal_id)
     if sign is None:
         return EMPTY
+    change = EMPTY
+    if gate is not None and gate.change is not None:
+        change = html(
+            '<h3>The whole change a signature ships</h3>\n<div id="whole-change">{}</div>\n',
+            _diff(gate.change),
+        )
     rows = join(
         html('<tr><th scope="row">{}</th><td><code class="wrap">{}</code></td></tr>\n', name, value)
         for name, value in binds(cell)
@@ -37,7 +44,7 @@ def decision_section(evidence: IterationEvidence, cell: Cell) -> Html:
         "<p>The goal waits at {}. "
         "Review the change with <code>{}</code>; "
         "a signature binds:</p>\n"
-        '<table class="facts">\n{}</table>\n'
+        '<table class="facts">\n{}</table>\n{}'
         '<p>Sign with: <code id="sign-command">{}</code></p>\n'
         "<p>From a clone that does not run the goal (a laptop): "
         '<code id="sign-push-command">{} --push origin</code> commits the decision and pushes '
@@ -46,6 +53,7 @@ def decision_section(evidence: IterationEvidence, cell: Cell) -> Html:
         badge(cell.gate or "", tone_of(cell.status)),
         diff_command(evidence.goal_id),
         rows,
+        change,
         sign,
         sign,
     )
