@@ -73,7 +73,8 @@ def reviewer_refusal(repo: Repo, env: Mapping[str, str], what: str) -> TrustFail
         return None
     shown = ", ".join(goals[:5]) + (f" and {len(goals) - 5} more" if len(goals) > 5 else "")
     return TrustFailure(
-        f"{what} needs the secret, and there is none here: this is a reviewer clone (records "
+        f"no secret: {default_secret_file(env)} does not exist, and {what} needs it: this is "
+        f"a reviewer clone (records "
         f"of {shown} were made by a runner with its own secret; status, replay, report, diff "
         f"and verify work here, unverified); {COPY_ADVICE}"
     )

@@ -90,7 +90,9 @@ def test_killed_at_failpoint_then_resumed(
         repo.verified()
         repo.harness("run", check=0)
     status, gate, iteration, finished, tree, events = outcome(repo)
-    assert (status, gate, iteration, finished, tree) == baseline[:5]
+    # On a mismatch, each step's recorded result (exit code and output) says why.
+    results = [e["data"] for e in events if e["type"] == "step.finished"]
+    assert (status, gate, iteration, finished, tree) == baseline[:5], results
     assert_no_finished_step_ran_again(events)
     repo.verified()
 
