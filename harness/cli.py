@@ -6,44 +6,22 @@ what it uses.
 
 from __future__ import annotations
 
-import os
 import sys
-from collections import ChainMap
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, TypeVar
 
 import click
 
 from harness import __version__
+from harness.cli_ci import ci
 from harness.entry import RUN_OPTIONS
+from harness.group import HELD as _HELD
 from harness.group import JSON as _JSON
-from harness.group import HarnessGroup, emit
-
-F = TypeVar("F", bound=Callable[..., Any])
-
-
-# HARNESS_SECRET, HARNESS_SECRET_FILE and HARNESS_KEY_PASSPHRASE as main() found them.
-_HELD: dict[str, str] = {}
-
-
-def _env() -> Mapping[str, str]:
-    """The environment the commands read: os.environ and the variables main() holds."""
-    return ChainMap(_HELD, os.environ)
-
-
-def _done(code: int) -> None:
-    click.get_current_context().exit(code)
-
-
-def _cwd() -> Path:
-    return Path.cwd()
-
-
-def _path_option(flag: str, name: str, help: str, required: bool = False) -> Callable[[F], F]:
-    """An option that names a file or folder, handed to the command as a Path."""
-    return click.option(flag, name, required=required, type=click.Path(path_type=Path), help=help)
-
+from harness.group import F, HarnessGroup, emit
+from harness.group import cwd as _cwd
+from harness.group import done as _done
+from harness.group import env as _env
+from harness.group import path_option as _path_option
 
 # approve, ship and unpark all sign with an owner's private key.
 _OWNER_KEY = _path_option("--key", "key", "An owner's ssh-ed25519 private key file.", True)
@@ -94,6 +72,51 @@ def secret_new(file: Path | None, print_only: bool, force: bool) -> None:
     from harness.commands.secret import secret_new as run_secret_new
 
     _done(run_secret_new(_cwd(), file, print_only, _env(), sys.stdout, force))
+
+
+@cli.group("runner-key", cls=HarnessGroup)
+def runner_key() -> None:
+    """This runner's SSH signing key: it signs every checkpoint the runner commits."""
+
+
+@runner_key.command("new")
+@_path_option("--file", "file", "Where to write it (mode 0600; default: beside the secret).")
+def runner_key_new(file: Path | None) -> None:
+    """Make this runner's key and print the line for .harness/runners.
+
+    Example: harness runner-key new
+    """
+    from harness.commands.runners import runner_key_new as run_new
+
+    _done(run_new(_cwd(), file, _env(), sys.stdout))
+
+
+@runner_key.command("show")
+def runner_key_show() -> None:
+    """Print this runner's key fingerprint and its line for .harness/runners.
+
+    Example: HARNESS_RUNNER_KEY_FILE=/etc/goal-harness/runner-key harness runner-key show
+    """
+    from harness.commands.runners import runner_key_show as run_show
+
+    _done(run_show(_env(), sys.stdout))
+
+
+@cli.group(cls=HarnessGroup)
+def runners() -> None:
+    """The runners whose signed checkpoints any clone trusts (.harness/runners)."""
+
+
+@runners.command("sign")
+@_OWNER_KEY
+def runners_sign(key: Path) -> None:
+    """Sign the checkout's .harness/runners as an owner (adds to .harness/runners.sig).
+
+    Example: harness runners sign --key ~/.ssh/id_ed25519
+    """
+    from harness.commands.runners import runners_sign as run_sign
+
+    _done(run_sign(_cwd(), key, _env(), sys.stdout))
 
 
 @cli.command()
@@ -379,102 +402,6 @@ def doctor(as_json: bool, notify_url: str | None) -> None:
     _done(run_doctor(_cwd(), _env(), sys.stdout, as_json, notify_url))
 
 
-@cli.group(cls=HarnessGroup)
-def ci() -> None:
-    """Write the files that start `harness run` on a schedule: cron, systemd, GitHub Actions."""
-
-
-_EVERY = click.option(
-    "--every",
-    "every_minutes",
-    type=int,
-    default=None,
-    metavar="MINUTES",
-    help="Minutes between runs (default 30): a divisor of 60, or whole hours that divide a "
-    "day (60 to 1440; 1440 is daily at 00:00).",
-)
-_AT = click.option(
-    "--at", metavar="HH:MM", help="Run once a day at this time (machine-local), not --every."
-)
-_PUSH = click.option(
-    "--push", "push", metavar="REMOTE", help="Run `harness run --push REMOTE` (several machines)."
-)
-_ENV_FILE = _path_option(
-    "--env-file",
-    "env_file",
-    "Where the run reads the notify config's variables (NAME='value' lines, outside the "
-    "repository; default: notify.env beside the default secret file).",
-)
-
-
-@ci.command("github")
-@click.option("--force", is_flag=True, help="Replace an existing .github/workflows/harness.yml.")
-@click.option(
-    "--schedule",
-    "cron",
-    default="*/30 * * * *",
-    show_default=True,
-    metavar="CRON",
-    help="When GitHub starts the workflow: a 5-field cron expression, UTC.",
-)
-@click.option(
-    "--install",
-    metavar="SPEC",
-    help=(
-        "What the workflow pip-installs: git+https://…@<full commit>, or a requirements file "
-        "with hashes (default: the commit this harness was installed from by git)."
-    ),
-)
-@click.option("--matrix", is_flag=True, help="One job per goal (GitHub's matrix), then a summary.")
-def ci_github(force: bool, cron: str, install: str | None, matrix: bool) -> None:
-    """Write .github/workflows/harness.yml: every 30 minutes, one run at a time.
-
-    Example: harness ci github --schedule '0 2 * * *' && harness secret new --print | gh secret set HARNESS_SECRET --env goal-harness
-    """
-    from harness.commands.ci_github import ci_github as run_ci_github
-
-    _done(run_ci_github(_cwd(), sys.stdout, force, cron, install, matrix))
-
-
-@ci.command("cron")
-@_EVERY
-@_AT
-@_PUSH
-@click.option(
-    "--install",
-    is_flag=True,
-    help="Put the entry into your crontab (crontab -l / crontab -), replacing this "
-    "repository's earlier entry in place.",
-)
-@_ENV_FILE
-def ci_cron(every_minutes: int | None, **options: Any) -> None:
-    """Print a crontab entry that runs `harness run` in this repository, or install it.
-
-    Example: harness ci cron --at 02:00 --push origin --install
-    """
-    from harness.commands.ci import ci_cron as run_ci_cron
-
-    # at, push, install, env_file: keyword parameters of the command function alike.
-    _done(run_ci_cron(_cwd(), sys.stdout, every_minutes, _env(), **options))
-
-
-@ci.command("systemd")
-@_path_option("--dir", "directory", "Write the two unit files here (default: print them).")
-@_EVERY
-@_AT
-@_PUSH
-@click.option("--force", is_flag=True, help="Replace unit files that already exist in --dir.")
-@_ENV_FILE
-def ci_systemd(**options: Any) -> None:
-    """Write goal-harness.service and goal-harness.timer (systemd user units).
-
-    Example: harness ci systemd --dir ~/.config/systemd/user --every 30
-    """
-    from harness.commands.ci import ci_systemd as run_ci_systemd
-
-    _done(run_ci_systemd(_cwd(), sys.stdout, env=_env(), **options))
-
-
 @cli.command()
 @_path_option("--dir", "directory", "Build the demo here (default: a new temp folder).")
 def demo(directory: Path | None) -> None:
@@ -485,6 +412,9 @@ def demo(directory: Path | None) -> None:
     from harness.commands.demo import demo as run_demo
 
     _done(run_demo(directory, sys.stdout))
+
+
+cli.add_command(ci)
 
 
 def main(argv: list[str] | None = None, held: Mapping[str, str] | None = None) -> None:

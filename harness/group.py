@@ -4,13 +4,41 @@ few lines about one act (commands/jsonout.py)."""
 
 from __future__ import annotations
 
+import os
 import sys
-from collections.abc import Callable
-from typing import Any, TextIO
+from collections import ChainMap
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, TextIO, TypeVar
 
 import click
 
 from harness.entry import failure_code
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+# HARNESS_SECRET, HARNESS_SECRET_FILE, HARNESS_KEY_PASSPHRASE and HARNESS_RUNNER_KEY_FILE as
+# main() found them (harness.trust.secret.take_from_environment).
+HELD: dict[str, str] = {}
+
+
+def env() -> Mapping[str, str]:
+    """The environment the commands read: os.environ and the variables main() holds."""
+    return ChainMap(HELD, os.environ)
+
+
+def done(code: int) -> None:
+    click.get_current_context().exit(code)
+
+
+def cwd() -> Path:
+    return Path.cwd()
+
+
+def path_option(flag: str, name: str, help: str, required: bool = False) -> Callable[[F], F]:
+    """An option that names a file or folder, handed to the command as a Path."""
+    return click.option(flag, name, required=required, type=click.Path(path_type=Path), help=help)
+
 
 # Names people type for a command that lives under `ci`.
 ELSEWHERE = {

@@ -12,6 +12,7 @@ from typing import TextIO
 from harness.commands.session import Session, open_session
 from harness.errors import Busy, InvalidInput
 from harness.loop.clock import SystemClock
+from harness.loop.context import checkpoint_key
 from harness.loop.recorder import Recorder
 from harness.record.events import TERMINAL
 from harness.record.hydrate import GoalPaths, committed_view, load
@@ -60,7 +61,10 @@ def _cancel(session: Session[Secret], goal_id: str, env: Mapping[str, str], out:
             out.write(line(f"{goal_id} is already {loaded.cell.status}"))
             return 0
         key = secret.goal_key(goal_id)
-        runner = Recorder(goal_id, key, wt, paths, loaded, SystemClock(env), lambda line: None)
+        signer = checkpoint_key(env, session.control)
+        runner = Recorder(
+            goal_id, key, wt, paths, loaded, SystemClock(env), lambda line: None, signer=signer
+        )
         runner.emit("goal.cancelled", None, loaded.cell.iteration, {"by": env.get("USER", "")})
         runner.checkpoint("cancelled")
     out.write(line(f"{goal_id} cancelled"))

@@ -37,6 +37,8 @@ from harness.trust.approvals import (
     find_run_approval,
     load_approval_file,
 )
+from harness.trust.checkpoint import FILE_NAME as CHECKPOINT_FILE
+from harness.trust.checkpoint import vouch
 from harness.trust.decisions import (
     BUDGET_GATES,
     EXTENDABLE_GATES,
@@ -257,13 +259,21 @@ def current_cell(
     From the worktree, else the goal branch, else the remote's (remote_goal.goal_ref)."""
     local = repo.worktree_path(goal_id) / "ledger" / goal_id / "state.json"
     source = f"ledger/{goal_id}/state.json"
+    signature = local.with_name(CHECKPOINT_FILE)
     data = local.read_bytes() if local.is_file() and push is None else None
+    signed = signature.read_bytes() if data is not None and signature.is_file() else None
     if data is None:
         ref = goal_ref(repo, control, goal_id, push)
         data = repo.read_blob(ref, source) if ref is not None else None
+        sig_source = f"ledger/{goal_id}/{CHECKPOINT_FILE}"
+        signed = repo.read_blob(ref, sig_source) if ref is not None else None
     if data is None:
         raise InvalidInput(f"goal {goal_id}: has not started (nothing is waiting for a decision)")
     if secret is None:
+        # The state a decision is bound to: a listed runner's, where the owners list runners.
+        runners = control.runners()
+        if runners is not None:
+            vouch(goal_id, data, signed, runners)
         return peek_cell(data, source, goal_id)
     return parse_cell(data, source, goal_id, secret.goal_key(goal_id))
 

@@ -14,9 +14,11 @@ from pathlib import Path
 from typing import Any, BinaryIO, TextIO
 
 from harness.commands.remote_goal import goal_ref, open_reading, reading_ledger
+from harness.commands.reviewer import check_signed_tree
 from harness.errors import InvalidInput
 from harness.record.changes import Changes, goal_changes
 from harness.record.locate import locate
+from harness.record.unverified import UnverifiedLedger
 from harness.store.gitenv import git_reason
 from harness.store.gitrepo import Repo, run_git
 
@@ -37,10 +39,13 @@ def diff(
     with open_reading(cwd, env, [goal_id]) as s:
         remote_ref = goal_ref(s.repo, s.control, goal_id)
         with locate(s.repo, goal_id, s.control.branch(goal_id), remote_ref) as found:
-            ledger = reading_ledger(found.paths.events, goal_id, s.secret, err)
+            ledger = reading_ledger(s.control, found.paths, s.secret, err)
             changes = goal_changes(ledger.records(), goal_id)
         branch_head = s.repo.rev_parse(f"refs/heads/{s.control.branch(goal_id)}")
         head = branch_head or (s.repo.rev_parse(remote_ref) if remote_ref else None)
+        if isinstance(ledger, UnverifiedLedger) and ledger.tree and head is not None:
+            branch = s.control.branch(goal_id)
+            check_signed_tree(s.repo.root, head, branch, ledger.tree, ledger.signer)
         old, new = commits(changes, goal_id, iteration, head)
         repo = s.repo
         _have(repo, goal_id, old, new)

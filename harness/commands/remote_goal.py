@@ -13,18 +13,26 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TextIO, cast
 
-from harness.commands.reviewer import remote_goal_branches, secret_here
+from harness.commands.reviewer import remote_goal_branches, secret_here, vouch_record
 from harness.commands.session import Session, open_session
 from harness.errors import InvalidInput
 from harness.loop.control import Control
+from harness.record.hydrate import GoalPaths
 from harness.record.ledger import Ledger
-from harness.record.unverified import UNVERIFIED, UnverifiedLedger
+from harness.record.unverified import (
+    MACS_UNCHECKED,
+    UNVERIFIED,
+    UnverifiedLedger,
+    last_line_position,
+)
 from harness.record.visible import line
 from harness.store.gitrepo import Repo, run_git
 from harness.trust.secret import Secret
 
 __all__ = [
     "UNVERIFIED",
+    "UNVERIFIED_NOTE",
+    "VERIFIED_NOTE",
     "goal_ref",
     "open_reading",
     "reading_ledger",
@@ -46,13 +54,39 @@ def open_reading(
     return open_session(cwd, env, goal_ids, need_secret=False)
 
 
-def reading_ledger(events: Path, goal_id: str, secret: Secret | None, err: TextIO) -> Ledger:
-    """The goal's ledger, MACs checked with the secret; without one, read unverified and
-    marked so on `err` (stdout stays exactly what the command prints)."""
-    if secret is None:
+def reading_ledger(
+    control: Control, paths: GoalPaths, secret: Secret | None, err: TextIO
+) -> Ledger:
+    """The goal's ledger, MACs checked with the secret. Without one, its head must be what
+    a listed runner signed (reviewer.vouch_record: exit 3 otherwise), said on `err`, and
+    every line's chain link is checked as it is read; where the owners list no runners it
+    is read unverified and marked so (stdout stays exactly what the command prints)."""
+    goal_id = paths.goal_id
+    if secret is not None:
+        return Ledger(paths.events, goal_id, secret.goal_key(goal_id))
+    signed = vouch_record(control, paths, last_line_position(paths.events))
+    if signed is None:
         err.write(line(f"harness: {goal_id}: unverified: {UNVERIFIED}"))
-        return UnverifiedLedger(events, goal_id)
-    return Ledger(events, goal_id, secret.goal_key(goal_id))
+        return UnverifiedLedger(paths.events, goal_id)
+    head = signed.checkpoint.head
+    err.write(line(f"harness: {goal_id}: {signed.text} at event {head.seq}; {MACS_UNCHECKED}"))
+    return UnverifiedLedger(paths.events, goal_id, head, signed.text, signed.checkpoint.tree)
+
+
+VERIFIED_NOTE = "verified: every event's chain link and MAC checked while rendering"
+UNVERIFIED_NOTE = f"unverified: {UNVERIFIED} (chain links checked, MACs not)"
+
+
+def page_note(ledger: Ledger) -> str:
+    """What a page rendered from `ledger` says of its checks (its banner's first words)."""
+    if not isinstance(ledger, UnverifiedLedger):
+        return VERIFIED_NOTE
+    if ledger.signed is None:
+        return UNVERIFIED_NOTE
+    return (
+        f"{ledger.signer} at event {ledger.signed.seq}: every chain link checked up to the "
+        f"signed head ({MACS_UNCHECKED})"
+    )
 
 
 def goal_ref(repo: Repo, control: Control, goal_id: str, remote: str | None = None) -> str | None:

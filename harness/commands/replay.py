@@ -7,7 +7,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import BinaryIO, TextIO
 
-from harness.commands.remote_goal import UNVERIFIED, goal_ref, open_reading, reading_ledger
+from harness.commands.remote_goal import goal_ref, open_reading, page_note, reading_ledger
 from harness.errors import InvalidInput
 from harness.record.ledger import Ledger, Record
 from harness.record.locate import locate
@@ -38,8 +38,8 @@ def replay(
     with open_reading(cwd, env, [goal_id]) as s:
         remote_ref = goal_ref(s.repo, s.control, goal_id)
         with locate(s.repo, goal_id, s.control.branch(goal_id), remote_ref) as found:
-            ledger = reading_ledger(found.paths.events, goal_id, s.secret, err)
-            _write(ledger, goal_id, fmt, out_file, out, s.secret is None, run)
+            ledger = reading_ledger(s.control, found.paths, s.secret, err)
+            _write(ledger, goal_id, fmt, out_file, out, run)
     return 0
 
 
@@ -59,18 +59,12 @@ def _write(
     fmt: str,
     out_file: Path | None,
     out: BinaryIO,
-    unverified: bool,
     run: int | None = None,
 ) -> None:
     if fmt == "html":
         from harness.record.report.page import render_html
 
-        note = (
-            f"unverified: {UNVERIFIED} (chain links checked, MACs not)"
-            if unverified
-            else "verified: every event's chain link and MAC checked while rendering"
-        )
-        chunks: Iterable[bytes] = [render_html(ledger.records(), goal_id, note)]
+        chunks: Iterable[bytes] = [render_html(ledger.records(), goal_id, page_note(ledger))]
     else:
         records = ledger.records()
         if run is not None:

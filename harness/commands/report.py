@@ -13,7 +13,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TextIO
 
-from harness.commands.remote_goal import UNVERIFIED, open_reading, reading_ledger
+from harness.commands.remote_goal import (
+    UNVERIFIED_NOTE,
+    VERIFIED_NOTE,
+    open_reading,
+    page_note,
+    reading_ledger,
+)
 from harness.commands.reviewer import remote_goal_branches
 from harness.commands.verify import goals_with_records
 from harness.errors import HarnessError, InvalidInput, TrustFailure
@@ -23,8 +29,7 @@ from harness.record.report.page import collect, render_collected
 from harness.record.visible import line
 from harness.store.fsutil import atomic_write
 
-NOTE = "verified: every event's chain link and MAC checked while rendering"
-UNVERIFIED_NOTE = f"unverified: {UNVERIFIED} (chain links checked, MACs not)"
+SIGNED_NOTE = "verified by the listed runners' signatures, each page says whose (no secret here)"
 
 
 def report(
@@ -50,19 +55,23 @@ def report(
             set(goal_ids)
             | (set(goals_with_records(s.repo, s.control)) | set(remote) if every else set())
         )
-        note = NOTE if s.secret is not None else UNVERIFIED_NOTE
+        if s.secret is not None:
+            note = VERIFIED_NOTE
+        else:
+            note = SIGNED_NOTE if s.control.runners() is not None else UNVERIFIED_NOTE
         out_dir.mkdir(parents=True, exist_ok=True)
         rows: list[GoalRow] = []
         for goal_id in ids:
             try:
                 branch = s.control.branch(goal_id)
                 with locate(s.repo, goal_id, branch, remote.get(goal_id)) as found:
-                    ledger = reading_ledger(found.paths.events, goal_id, s.secret, err)
+                    ledger = reading_ledger(s.control, found.paths, s.secret, err)
                     page = collect(ledger.records(), goal_id)
             except HarnessError as exc:
                 rows.append(failed_row(goal_id, str(exc)))
                 continue
-            atomic_write(out_dir / f"{goal_id}.html", render_collected(page, goal_id, note))
+            page_html = render_collected(page, goal_id, page_note(ledger))
+            atomic_write(out_dir / f"{goal_id}.html", page_html)
             rows.append(goal_row(page, goal_id, f"{goal_id}.html"))
         atomic_write(out_dir / "index.html", render_index(rows, note))
     failed = [row for row in rows if row.problem]

@@ -9,12 +9,17 @@ then fail its MAC check here.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 
 from harness.errors import HarnessError, TrustFailure
-from harness.loop.control import open_control
+from harness.loop.control import Control, open_control
 from harness.model.goalid import GOAL_ID_RE
+from harness.record.hydrate import GoalPaths
+from harness.record.position import Position
+from harness.store.catfile import tree_without_entry
 from harness.store.gitrepo import Repo, run_git
-from harness.store.objects import branch_heads
+from harness.store.objects import ObjectReader, branch_heads
+from harness.trust.checkpoint import Vouched, vouch
 from harness.trust.secret import ENV_SECRET, ENV_SECRET_FILE, default_secret_file
 
 COPY_ADVICE = (
@@ -78,3 +83,46 @@ def reviewer_refusal(repo: Repo, env: Mapping[str, str], what: str) -> TrustFail
         f"of {shown} were made by a runner with its own secret; status, replay, report, diff "
         f"and verify work here, unverified); {COPY_ADVICE}"
     )
+
+
+NO_RUNNERS = 'no .harness/runners: checkpoints are not signed (trust.md, "Runner keys")'
+
+
+def vouch_record(
+    control: Control, paths: GoalPaths, head: Position | None = None
+) -> Vouched | None:
+    """Where the secret is not: the listed runner who signed this goal's record (its cell,
+    and `head`, the ledger's last line as read), or None where the owners list no runners.
+    A record that no listed runner signed is refused (exit 3): forged, or edited since."""
+    runners = control.runners()
+    if runners is None:
+        return None
+    source = f"{paths.rel}/state.json"
+    try:
+        cell = paths.cell.read_bytes()
+    except FileNotFoundError:
+        raise TrustFailure(
+            f"{source}: missing (expected the goal's cell beside its ledger)"
+        ) from None
+    try:
+        signature: bytes | None = paths.checkpoint.read_bytes()
+    except FileNotFoundError:
+        signature = None
+    return vouch(paths.goal_id, cell, signature, runners, head)
+
+
+def check_signed_tree(root: Path, ref: str, branch: str, tree: str, signed: str) -> None:
+    """The commit `ref` holds the work (its tree without ledger/) a runner signed with the
+    record (`signed`: `verified by runner …`): a commit pushed over the runner's with other
+    code in it is refused (exit 3), whoever can push to the goal branch."""
+    reader = ObjectReader(root)
+    try:
+        hashed = tree_without_entry(reader, f"{ref}^{{tree}}", "ledger")
+    finally:
+        reader.close()
+    if hashed is None or hashed[0] != tree:
+        found = hashed[0][:12] if hashed is not None else "unreadable"
+        raise TrustFailure(
+            f"{branch}: its work tree ({found}) is not the tree {tree[:12]} signed with the "
+            f"record ({signed}): a commit was pushed over the runner's"
+        )

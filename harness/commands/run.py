@@ -21,7 +21,7 @@ from harness.errors import (
     invalid,
 )
 from harness.loop.clock import Clock, SystemClock
-from harness.loop.rest import at_rest
+from harness.loop.rest import at_rest, unsigned
 from harness.model.goalid import GOAL_ID_EXPECTED, goal_source
 from harness.model.wording import show_value
 from harness.record.cell import Cell, parse_cell
@@ -30,6 +30,7 @@ from harness.record.visible import block, line, one_line, tidy_numbers
 from harness.store.gitrepo import Repo
 from harness.store.lock import GoalLock
 from harness.trust.approvals import NotApproved
+from harness.trust.runnerkey import load_runner_key
 from harness.trust.secret import Secret
 
 # The loop itself (harness.loop.advance, the controller, the remote) is imported only when a
@@ -160,9 +161,11 @@ def _run(
             terminal,
         )
 
+    runner_key = load_runner_key(env)  # a resting head it did not sign is signed (rest.py)
+
     def advance(goal_id: str) -> Cell:
         cell = at_rest(repo, control, secret, remote, goal_id, clock.now())
-        if cell is not None:
+        if cell is not None and not unsigned(repo, control, goal_id, runner_key):
             return cell
         from harness.loop.advance import advance_goal
 

@@ -23,12 +23,14 @@ from harness.record.cell import Cell, Unavailable, parse_cell, peek_cell, rule_c
 from harness.record.events import TERMINAL, WAITING
 from harness.record.render import unavailable_text
 from harness.record.stale import is_stale, stale_after
+from harness.record.unverified import MACS_UNCHECKED
 from harness.record.visible import line, tidy_numbers
 from harness.store.gitrepo import Repo
 from harness.store.lock import GoalLock
 from harness.store.objects import branch_heads, read_blobs
 from harness.store.remote import runner_id
 from harness.trust.approvals import NotApproved, find_run_approval
+from harness.trust.checkpoint import vouch
 from harness.trust.secret import Secret
 
 PARKED_EXIT = 10
@@ -107,16 +109,34 @@ def _rows(
             f"{prefix}{unknown[0]} (expected one of: {', '.join(known) or 'no goal yet'})"
         )
     ids = goal_ids or known
+    files = _cells(repo, control, ids, heads, with_signature=secret is None)
     cells = [
         _cell(control, goal_id, data, secret.goal_key(goal_id) if secret else None)
-        for goal_id, data in zip(ids, _cells(repo, control, ids, heads), strict=True)
+        for goal_id, (data, _) in zip(ids, files, strict=True)
     ]
+    signed = {} if secret is not None else _signers(control, ids, files)
     # _waits_for_approval reads the goal and approval files of the goals still moving: one
     # git process for all of them, not two requests a goal.
     control.prefetch_goal_files([c.goal for c in cells if c.status not in TERMINAL | WAITING])
     locks = repo.harness_dir() / "locks"
     verified = secret is not None
-    return cells, [_row(repo, control, heads, locks, cell, verified, now) for cell in cells]
+    rows = [_row(repo, control, heads, locks, cell, verified, now) for cell in cells]
+    return cells, [row | signed.get(row["id"], {}) for row in rows]
+
+
+def _signers(
+    control: Control, ids: list[str], files: list[tuple[bytes | None, bytes | None]]
+) -> dict[str, dict[str, str]]:
+    """Without the secret: the listed runner who signed each goal's cell (exit 3 for a cell
+    none signed); nothing where the owners list no runners (trust/checkpoint.py)."""
+    runners = control.runners()
+    if runners is None:
+        return {}
+    return {
+        goal_id: {"signed_by": vouch(goal_id, cell, signature, runners).text}
+        for goal_id, (cell, signature) in zip(ids, files, strict=True)
+        if cell is not None
+    }
 
 
 def _cell(control: Control, goal_id: str, data: bytes | None, key: bytes | None) -> Cell:
@@ -128,27 +148,40 @@ def _cell(control: Control, goal_id: str, data: bytes | None, key: bytes | None)
 
 
 def _cells(
-    repo: Repo, control: Control, ids: list[str], heads: dict[str, str]
-) -> list[bytes | None]:
-    """Each goal's cell: the worktree's (it may be ahead of the commit), else the branch's."""
+    repo: Repo, control: Control, ids: list[str], heads: dict[str, str], with_signature: bool
+) -> list[tuple[bytes | None, bytes | None]]:
+    """Each goal's cell, and with `with_signature` the runner's checkpoint signature beside
+    it: the worktree's (it may be ahead of the commit), else the branch's."""
     prefix = control.config.branch_prefix
-    found: dict[str, bytes | None] = {}
+    names = ("state.json", "checkpoint.sig") if with_signature else ("state.json",)
+    found: dict[str, tuple[bytes | None, bytes | None]] = {}
     wanted = []
     try:  # one listing, not a stat per goal: most goals have no worktree here
         with_worktree = set(os.listdir(repo.worktree_path("")))
     except OSError:
         with_worktree = set()
     for goal_id in ids:
-        local = repo.worktree_path(goal_id) / "ledger" / goal_id / "state.json"
-        if goal_id in with_worktree and local.is_file():
-            found[goal_id] = local.read_bytes()
+        local = repo.worktree_path(goal_id) / "ledger" / goal_id
+        if goal_id in with_worktree and (local / "state.json").is_file():
+            read = [_read_or_none(local / name) for name in names]
+            found[goal_id] = (read[0], read[1] if with_signature else None)
         elif f"{prefix}{goal_id}" in heads:
             wanted.append(goal_id)
         else:
-            found[goal_id] = None
-    specs = [f"{heads[prefix + g]}:ledger/{g}/state.json" for g in wanted]
-    found.update(zip(wanted, read_blobs(repo.root, specs), strict=True))
+            found[goal_id] = (None, None)
+    specs = [f"{heads[prefix + g]}:ledger/{g}/{name}" for g in wanted for name in names]
+    blobs = iter(read_blobs(repo.root, specs))
+    for goal_id in wanted:
+        cell = next(blobs)
+        found[goal_id] = (cell, next(blobs) if with_signature else None)
     return [found[g] for g in ids]
+
+
+def _read_or_none(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return None
 
 
 def _row(
@@ -319,8 +352,7 @@ def _line(row: Mapping[str, Any]) -> str:
         )
     elif row.get("waiting_for_approval"):
         shown += f" waiting for approval (run `harness approve {row['id']} --key KEY`)"
-    if row.get("verified") is False:
-        shown += f" (unverified: {UNVERIFIED})"
+    shown += _checked(row)
     unavailable = row.get("unavailable")
     if unavailable:
         shown = f"{shown} {unavailable_text(Unavailable(**unavailable))}"
@@ -330,6 +362,13 @@ def _line(row: Mapping[str, Any]) -> str:
             f"`harness rotate-owners {row['id']} --key K` with a key it started under)"
         )
     return shown
+
+
+def _checked(row: Mapping[str, Any]) -> str:
+    """What a clone without the secret could check of the row (nothing to say with it)."""
+    if row.get("signed_by"):
+        return f" ({row['signed_by']}; {MACS_UNCHECKED})"
+    return f" (unverified: {UNVERIFIED})" if row.get("verified") is False else ""
 
 
 def _gate_told(row: Mapping[str, Any]) -> str:

@@ -182,7 +182,11 @@ def _line(result: Mapping[str, Any]) -> str:
         return f"FAIL {result['id']}: {result['failure']['message']}"
     head = result["head"]
     extra = "; " + "; ".join(result["notes"]) if result["notes"] else ""
-    if not result.get("verified", True):
+    if "runner" in result:
+        runner = result["runner"]
+        who = ", ".join(runner["principals"])
+        extra += f" (verified by runner {who} ({runner['fingerprint']}); {result['unverified']})"
+    elif not result.get("verified", True):
         extra += f" (unverified: {result['unverified']})"
     return (
         f"ok {result['id']}: {result['events']} events, head {head['seq']}:{head['hash'][:16]}, "

@@ -13,15 +13,18 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from harness.commands.remote_goal import goal_ref
+from harness.commands.reviewer import check_signed_tree, vouch_record
 from harness.errors import HarnessError, TrustFailure
 from harness.loop.control import Control
 from harness.record.cell import peek_cell
 from harness.record.ledger import LedgerBroken, Record
 from harness.record.locate import locate
 from harness.record.position import START, Position
-from harness.record.unverified import UnverifiedLedger
+from harness.record.unverified import MACS_UNCHECKED, UnverifiedLedger
 from harness.store.gitrepo import Repo
 from harness.trust.approvals import find_run_approval
+from harness.trust.checkpoint import Vouched
 
 NOT_CHECKED = "no secret here: MACs not checked; chain, cell position and approval checked"
 
@@ -50,10 +53,15 @@ def _check(repo: Repo, control: Control, goal_id: str, remote_ref: str | None) -
             last = record
         source = f"ledger/{goal_id}/state.json"
         data = found.paths.cell.read_bytes() if found.paths.cell.is_file() else None
+        head = Position(last.event.seq, last.hash) if last is not None else START
+        signed = vouch_record(control, found.paths, head) if data is not None else None
     if data is None:
         raise TrustFailure(f"{source}: missing (expected the goal's cell beside its ledger)")
     cell = peek_cell(data, source, goal_id)
-    head = Position(last.event.seq, last.hash) if last is not None else START
+    if signed is not None and found.origin != "checkout":  # a copied folder has no commit
+        ref = "HEAD" if found.origin == "worktree" else goal_ref(repo, control, goal_id)
+        root = found.paths.root if found.origin == "worktree" else repo.root
+        check_signed_tree(root, ref or "HEAD", branch, signed.checkpoint.tree, signed.text)
     at = cell.position
     if at != START and chain.get(at.seq) != at.hash:
         raise TrustFailure(
@@ -77,5 +85,15 @@ def _check(repo: Repo, control: Control, goal_id: str, remote_ref: str | None) -
         "status": cell.status,
         "notes": notes,
         "verified": False,
-        "unverified": NOT_CHECKED,
+        "unverified": NOT_CHECKED if signed is None else MACS_UNCHECKED,
+    } | ({} if signed is None else {"runner": runner_json(signed)})
+
+
+def runner_json(signed: Vouched) -> dict[str, Any]:
+    """The runner whose signature a reviewer clone checked, for `--json`."""
+    head = signed.checkpoint.head
+    return {
+        "principals": list(signed.runners),
+        "fingerprint": signed.fingerprint,
+        "head": {"seq": head.seq, "hash": head.hash},
     }

@@ -18,7 +18,7 @@ from harness.loop.crossing import rotate_owners
 from harness.loop.finish import settle_owed
 from harness.loop.guards import ChildRecord
 from harness.loop.recurring import finish_run_start, start_next_run
-from harness.loop.rest import rests
+from harness.loop.rest import rests, unsigned
 from harness.model.goal import Goal
 from harness.model.lessons import Lesson
 from harness.record.cell import Cell
@@ -38,6 +38,7 @@ def _containable_goal(repo: Repo, ctx: RunContext, goal_id: str) -> Goal:
     setup, not the owners' files, is wrong), a `network: false` step with no sandbox to cut
     it off (exit 3) are refused before anything is written."""
     control = ctx.control
+    ctx.runner_key  # noqa: B018 (a machine the owners do not list as a runner writes nothing)
     sandbox = resolve(control.config.sandbox, ctx.base_env)
     place = Place.of(repo, goal_id, ctx.base_env, control.config.sandbox_binds)
     place.bound()
@@ -108,6 +109,8 @@ def _move_on(
     # so is one waiting as recorded with no decision naming its state: the question `harness
     # run`'s shortcut asked before loading anything, asked again of what is now verified.
     if rests(goal_id, cell, ctx.clock.now, goal.sha256, control.owners_sha256, records):
+        if unsigned(control.repo, control, goal_id, ctx.runner_key):
+            runner.recorder.checkpoint("signed by this runner")  # trust.md, "Runner keys"
         return runner.cell
     between_runs = cell.status in TERMINAL
     started = cell.goal_sha256 is not None

@@ -16,6 +16,7 @@ from harness.store.gitrepo import Repo
 from harness.store.objects import ObjectReader, read_blobs
 from harness.trust.approvals import SignedRecord, Verdict, find_run_approval, parse_approval_file
 from harness.trust.owners import Owner, parse_owners
+from harness.trust.runners import RUNNERS_PATH, RUNNERS_SIG_PATH, check_runners
 
 if TYPE_CHECKING:
     from harness.model.goal import Goal
@@ -211,6 +212,23 @@ class Control:
 
     def principals(self) -> set[str]:
         return {p for owner in self.owners() for p in owner.principals}
+
+    def lists_runners(self) -> bool:
+        """Whether the owners list runners at all (no signature checked: `runners` does)."""
+        return self._blob(RUNNERS_PATH) is not None
+
+    def runners(self) -> tuple[Owner, ...] | None:
+        """The runners whose signed checkpoints a clone trusts, from the owner-signed
+        `.harness/runners` (trust/runners.py); None where the owners list none (then
+        checkpoints are not signed, and a clone without the secret reads unverified).
+        A file there that no owner signed is exit 3: nothing it lists is trusted."""
+        return self._once("runners", self._read_runners)
+
+    def _read_runners(self) -> tuple[Owner, ...] | None:
+        data = self._blob(RUNNERS_PATH)
+        if data is None:
+            return None
+        return check_runners(data, self._blob(RUNNERS_SIG_PATH), self.owners())
 
 
 def open_control(repo: Repo, secret: Secret | None = None) -> Control:

@@ -126,6 +126,7 @@ class GoalRunner:
             ctx.print_line,
             redactor=ctx.redactor,
             publish=_publisher(ctx.remote, worktree),
+            signer=ctx.runner_key,
         )
         self.lessons = tuple(lessons)
         self.steps_run = 0

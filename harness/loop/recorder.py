@@ -23,7 +23,9 @@ from harness.record.position import Position
 from harness.record.render import text_line
 from harness.store.fsutil import atomic_write
 from harness.store.worktree import Worktree
+from harness.trust.checkpoint import signed_checkpoint
 from harness.trust.redact import NO_SECRETS, Redactor
+from harness.trust.runnerkey import RunnerKey
 
 TEXT_FIELD_BYTES = 12_000
 
@@ -54,6 +56,7 @@ class Recorder:
         print_line: Callable[[str], None],
         redactor: Redactor = NO_SECRETS,
         publish: Callable[[], None] | None = None,
+        signer: RunnerKey | None = None,
     ) -> None:
         self.goal_id, self.key, self.clock, self.print_line = goal_id, key, clock, print_line
         self.wt, self.paths = worktree, paths
@@ -71,6 +74,7 @@ class Recorder:
         # the next checkpoint commits it without a second scan (None: scan again).
         self.fresh: str | None = None
         self.redactor = redactor  # the run's own (RunContext.redactor), else no secrets known
+        self.signer = signer  # this runner's key: each checkpoint is signed with it
 
     def emit(
         self, type: EventType, step: StepName | None, iteration: int, data: Mapping[str, Any]
@@ -98,7 +102,7 @@ class Recorder:
         self.fresh = None
         self.cell = replace(self.cell, tree=self.wt.work_tree_id() if tree is None else tree)
         self.vouched = True
-        write_cell(self.paths.cell, self.cell, self.key)
+        self.seal()
         failpoints.hit("after_cell_write")
         atomic_write(self.paths.report, self.report.render(self.cell).encode())
         failpoints.hit("before_commit")
@@ -108,6 +112,19 @@ class Recorder:
             self.publish()  # Busy (another runner won): the lines stay unprinted
             self.flush_lines()
         return commit
+
+    def seal(self) -> None:
+        """Write the cell, and this runner's signature over it and the ledger head
+        (trust/checkpoint.py); without a runner key, a signature of an older head goes."""
+        data = write_cell(self.paths.cell, self.cell, self.key)
+        if self.signer is None:
+            self.paths.checkpoint.unlink(missing_ok=True)
+            return
+        assert self.cell.tree is not None  # a checkpoint always names its tree
+        signed = signed_checkpoint(
+            self.signer, self.goal_id, self.cell.position, data, self.cell.tree
+        )
+        atomic_write(self.paths.checkpoint, signed)
 
     def flush_lines(self) -> None:
         """Print the lines of events recorded since the last push (the run ends here)."""

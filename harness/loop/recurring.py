@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from harness import failpoints
 from harness.loop.recorder import Recorder
-from harness.record.cell import write_cell
 from harness.record.events import TERMINAL
 from harness.record.fold import replace
 from harness.record.ledger import Event
@@ -54,7 +53,7 @@ def commit_run_start(rec: Recorder, control: str) -> None:
     wt, paths = rec.wt, rec.paths
     rec.cell = replace(rec.cell, tree=wt.tree_without(control))
     rec.fresh, rec.vouched = None, True
-    write_cell(paths.cell, rec.cell, rec.key)
+    rec.seal()
     failpoints.hit("run_cell_written")
     atomic_write(paths.report, rec.report.render(rec.cell).encode())
     failpoints.hit("run_before_commit")

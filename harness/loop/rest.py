@@ -25,7 +25,9 @@ from harness.record.events import TERMINAL, WAITING
 from harness.record.ledger import open_segment
 from harness.store.gitrepo import GitError, Repo
 from harness.trust.approvals import SignedRecord
+from harness.trust.checkpoint import FILE_NAME, signed_here
 from harness.trust.decisions import bound_to
+from harness.trust.runnerkey import RunnerKey
 from harness.trust.secret import Secret
 
 if TYPE_CHECKING:
@@ -201,3 +203,25 @@ def ends_whole(events: Path) -> bool:
         return False
     finally:
         os.close(fd)
+
+
+def unsigned(repo: Repo, control: Control, goal_id: str, key: RunnerKey | None) -> bool:
+    """Whether this runner must sign a resting goal's head (`advance` does, with a
+    checkpoint): the owners list runners, this machine has a key, and the record it would
+    leave as it is was not signed by that key (made before the owners listed runners, or
+    by another runner). Read as `resting` reads the cell: the worktree's, else the
+    branch's."""
+    if key is None or not control.lists_runners():
+        return False
+    folder = repo.worktree_path(goal_id) / "ledger" / goal_id
+    try:
+        if folder.parent.parent.exists():
+            cell = (folder / "state.json").read_bytes()
+            signature = (folder / FILE_NAME).read_bytes() if (folder / FILE_NAME).exists() else None
+        else:
+            branch = f"refs/heads/{control.branch(goal_id)}"
+            cell = control.objects.blob(f"{branch}:ledger/{goal_id}/state.json") or b""
+            signature = control.objects.blob(f"{branch}:ledger/{goal_id}/{FILE_NAME}")
+    except (OSError, GitError):
+        return True  # the full path reads it again and names what is wrong
+    return not signed_here(cell, signature, key)

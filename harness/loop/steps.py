@@ -43,6 +43,7 @@ ALWAYS_SCRUBBED = (
     "HARNESS_SECRET",
     "HARNESS_SECRET_FILE",
     "HARNESS_KEY_PASSPHRASE",
+    "HARNESS_RUNNER_KEY_FILE",  # the runner's signing key (trust/runnerkey.py)
     "HARNESS_PUSH_TOKEN",  # the CI job token, for the harness's own git only (ci_matrix.py)
     "SSH_AUTH_SOCK",
     "GPG_AGENT_INFO",

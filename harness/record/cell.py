@@ -308,11 +308,13 @@ def cell_bytes(cell: Cell, key: bytes) -> bytes:
     return canonical_json({**body, "mac": mac}) + b"\n"
 
 
-def write_cell(path: Path, cell: Cell, key: bytes) -> None:
+def write_cell(path: Path, cell: Cell, key: bytes) -> bytes:
+    """Write the attested cell; its bytes are returned (a runner signs their hash)."""
     data = cell_bytes(cell, key)
     if len(data) > MAX_CELL_BYTES:
         raise TrustFailure(f"{path}: the cell would be {len(data)} bytes (limit {MAX_CELL_BYTES})")
     atomic_write(path, data)
+    return data
 
 
 def parse_cell(data: bytes, source: str, goal_id: str, key: bytes) -> Cell:

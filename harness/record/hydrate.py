@@ -52,9 +52,21 @@ class GoalPaths:
     def report(self) -> Path:
         return self.folder / "report.md"
 
+    @property
+    def checkpoint(self) -> Path:
+        """The runner's signature over the last checkpoint (trust/checkpoint.py)."""
+        return self.folder / "checkpoint.sig"
+
     def refuse_links(self) -> None:
         """`ledger/`, the goal's folder, its events folder and its files are not links."""
-        for path in (self.root / "ledger", self.folder, self.events, self.cell, self.report):
+        for path in (
+            self.root / "ledger",
+            self.folder,
+            self.events,
+            self.cell,
+            self.report,
+            self.checkpoint,
+        ):
             refuse_link(path)
         if self.events.is_dir():
             for segment in self.events.iterdir():

@@ -78,8 +78,12 @@ def parse_approval_file(text: str, source: str) -> tuple[SignedRecord, ...]:
         return ()
     if not text.endswith("\n"):
         raise invalid(source, "", "does not end with a newline", f"{ARMOR_END} then a newline")
-    chunks = text[:-1].split("\n\n")
-    return tuple(_parse_record(chunk, index, source) for index, chunk in enumerate(chunks, 1))
+    return tuple(_parse_record(chunk, index, source) for index, chunk in record_chunks(text))
+
+
+def record_chunks(text: str) -> list[tuple[int, str]]:
+    """Each record's text (1-based), of a file of records ending in a newline."""
+    return list(enumerate(text[:-1].split("\n\n"), 1))
 
 
 def load_approval_file(path: Path, source: str) -> tuple[SignedRecord, ...]:
@@ -97,6 +101,14 @@ def _read_approval_text(path: Path, source: str) -> str:
 
 
 def _parse_record(chunk: str, index: int, source: str) -> SignedRecord:
+    statement_bytes, armored = split_record(chunk, index, source)
+    statement = Statement.parse(statement_bytes, f"{source}: record {index}")
+    return SignedRecord(statement, statement_bytes, armored, index)
+
+
+def split_record(chunk: str, index: int, source: str) -> tuple[bytes, str]:
+    """A signed record's statement bytes and armored block (the layout of approval files,
+    also `.harness/runners.sig`'s and a checkpoint's)."""
     where = f"record {index}"
     lines = chunk.split("\n")
     if not lines[0]:
@@ -110,9 +122,7 @@ def _parse_record(chunk: str, index: int, source: str) -> SignedRecord:
         raise invalid(source, where, f"does not end with {ARMOR_END}")
     begin = lines.index(ARMOR_BEGIN)
     statement_bytes = "".join(line + "\n" for line in lines[:begin]).encode("utf-8")
-    statement = Statement.parse(statement_bytes, f"{source}: {where}")
-    armored = "".join(line + "\n" for line in lines[begin:])
-    return SignedRecord(statement, statement_bytes, armored, index)
+    return statement_bytes, "".join(line + "\n" for line in lines[begin:])
 
 
 def format_record(statement: Statement, armored: str) -> str:

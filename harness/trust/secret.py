@@ -90,7 +90,7 @@ def make_undumpable() -> None:
 
 _PR_SET_DUMPABLE = 4
 # The variables the CLI takes out of its own environment first thing (take_from_environment).
-HELD = (ENV_SECRET, ENV_SECRET_FILE, "HARNESS_KEY_PASSPHRASE")
+HELD = (ENV_SECRET, ENV_SECRET_FILE, "HARNESS_KEY_PASSPHRASE", "HARNESS_RUNNER_KEY_FILE")
 
 
 def take_from_environment(names: tuple[str, ...] = HELD) -> dict[str, str]:

@@ -67,9 +67,13 @@ def sign(
     namespace: str = NAMESPACE,
 ) -> str:
     """An armored SSHSIG signature, byte for byte what `ssh-keygen -Y sign` writes."""
+    return sign_with(load_private_key(private_key_path, passphrase), message, namespace)
+
+
+def sign_with(key: Ed25519PrivateKey, message: bytes, namespace: str = NAMESPACE) -> str:
+    """`sign` with a key already loaded (a runner signs every checkpoint with one key)."""
     from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
-    key = _load_ed25519_private_key(private_key_path, passphrase)
     public_raw = key.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)
     signature = key.sign(_signed_data(message, namespace.encode(), _SIGN_HASH))
     blob = _SIG_MAGIC + struct.pack(">I", _SIG_VERSION)
@@ -85,7 +89,8 @@ def _armor(blob: bytes) -> str:
     return "\n".join([ARMOR_BEGIN, *body, ARMOR_END]) + "\n"
 
 
-def _load_ed25519_private_key(path: Path, given: Passphrase) -> Ed25519PrivateKey:
+def load_private_key(path: Path, given: Passphrase = None) -> Ed25519PrivateKey:
+    """An ed25519 private key from an OpenSSH key file, refused by name otherwise."""
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
     source = str(path)
@@ -95,7 +100,7 @@ def _load_ed25519_private_key(path: Path, given: Passphrase) -> Ed25519PrivateKe
         raise invalid(source, "", "private key file does not exist") from None
     except OSError as error:
         raise invalid(source, "", f"private key cannot be read: {error.strerror}") from None
-    key_type, encrypted = _peek_private_key(data, source)
+    key_type, encrypted, _ = _peek_private_key(data, source)
     if key_type != ED25519:
         raise invalid(source, "", f"key type {shown_name(key_type)} is not supported", ED25519)
     # Asked for only when the key needs it: a prompt for a key without a passphrase would
@@ -134,8 +139,8 @@ def _decrypt_private_key(data: bytes, passphrase: bytes | None, source: str) -> 
         raise invalid(source, "", problem, expected) from None
 
 
-def _peek_private_key(data: bytes, source: str) -> tuple[str, bool]:
-    """(key type, encrypted?) from the clear header of an openssh-key-v1 file.
+def _peek_private_key(data: bytes, source: str) -> tuple[str, bool, bytes]:
+    """(key type, encrypted?, public key blob) from the clear header of an openssh-key-v1 file.
 
     Read here rather than by cryptography because the header names the key type even when
     the key is encrypted or of a kind cryptography cannot load (sk-ssh-ed25519@openssh.com),
@@ -154,10 +159,20 @@ def _peek_private_key(data: bytes, source: str) -> tuple[str, bool]:
             raise not_openssh
         cipher, _kdf, _kdf_options = reader.string(), reader.string(), reader.string()
         reader.uint32()  # number of keys; cryptography refuses files with more than one
-        key_type = Reader(reader.string()).string()
+        public_blob = reader.string()
+        key_type = Reader(public_blob).string()
     except (binascii.Error, Truncated):
         raise not_openssh from None
-    return key_type.decode("utf-8", "replace"), cipher != b"none"
+    return key_type.decode("utf-8", "replace"), cipher != b"none", public_blob
+
+
+def private_key_public_blob(data: bytes, source: str) -> bytes:
+    """The public key blob an OpenSSH private key file carries in the clear: whose key it
+    is, known without decrypting it or importing cryptography."""
+    key_type, _, blob = _peek_private_key(data, source)
+    if key_type != ED25519:
+        raise invalid(source, "", f"key type {shown_name(key_type)} is not supported", ED25519)
+    return blob
 
 
 @dataclass(frozen=True)
@@ -181,6 +196,15 @@ def verify(message: bytes, armored: str, namespace: str = NAMESPACE) -> bytes:
     except Problem as problem:
         raise TrustFailure(located("signature", "", problem.problem, problem.expected)) from None
     return parsed.public_key
+
+
+def signer_blob(armored: str) -> bytes | None:
+    """The public key blob an SSHSIG block names, read without checking the signature (to
+    tell whose a signature claims to be); None when the block does not parse."""
+    try:
+        return _parse_sshsig(_dearmor(armored)).public_key
+    except Problem:
+        return None
 
 
 def _dearmor(armored: str) -> bytes:

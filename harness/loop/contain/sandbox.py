@@ -6,9 +6,8 @@ process in it ends when the step's command does) and /tmp; the main checkout and
 read-only; its goal's worktree writable for a build, and for every other step a throw-away
 copy of it; a per-goal home that persists across the goal's steps. Hidden (an empty folder
 or /dev/null over them): `.git/harness/`, every goal worktree but its own, the other goals'
-homes, the secret file, `~/.ssh`, `~/.gnupg`, the agent sockets' folder and the host's
-sockets under /run (`sockets.py`). The config's `sandbox_binds` are read-only unless marked
-`rw:`.
+homes, the secret file and the runner key, `~/.ssh`, `~/.gnupg`, the agent sockets' folder
+and the host's sockets under /run (`sockets.py`). `sandbox_binds` are read-only unless `rw:`.
 
 The mode comes from `.harness/config.yaml` (`sandbox:`), else the runner's
 `HARNESS_SANDBOX`, else `auto`: contained when bwrap works, said in the record when not.
@@ -37,6 +36,7 @@ from harness.loop.contain.sockets import hide_bound, hide_run
 from harness.model.config import SANDBOX_MODES, Bind, SandboxMode
 from harness.record.events import Containment
 from harness.store.gitrepo import Repo
+from harness.trust.runnerkey import ENV_RUNNER_KEY_FILE
 from harness.trust.secret import ENV_SECRET_FILE, default_secret_file
 
 ENV_SANDBOX = "HARNESS_SANDBOX"
@@ -250,8 +250,9 @@ class Place:
         ]
         named += [(home / name, f"~/{name}") for home in sorted(homes) for name in _PRIVATE]
         named.append((default_secret_file(self.env).parent, "the secret's folder"))
-        if self.env.get(ENV_SECRET_FILE):
-            named.append((Path(self.env[ENV_SECRET_FILE]).expanduser(), ENV_SECRET_FILE))
+        for name in (ENV_SECRET_FILE, ENV_RUNNER_KEY_FILE):  # files named outside that folder
+            if self.env.get(name):
+                named.append((Path(self.env[name]).expanduser(), name))
         socket = self.env.get("SSH_AUTH_SOCK")
         if socket:
             named.append((Path(socket).parent, "the folder of SSH_AUTH_SOCK"))
