@@ -75,6 +75,7 @@ from harness.record.render import REPORT_TAIL_EVENTS, MarkdownReport  # noqa: E4
 from harness.store.fsutil import canonical_json  # noqa: E402
 from harness.store.worktree import Worktree  # noqa: E402
 from harness.trust.approvals import format_record  # noqa: E402
+from harness.trust.runnerkey import new_runner_key  # noqa: E402
 from harness.trust.secret import Secret  # noqa: E402
 from harness.trust.sshsig import sign  # noqa: E402
 from harness.trust.statement import Statement  # noqa: E402
@@ -917,8 +918,17 @@ def bench_checkpoint(repo: Managed, wt: Path, planned: Iterator[Planned], reps: 
     paths = GoalPaths(wt, CHECKPOINT_GOAL)
     key = goal_key(CHECKPOINT_GOAL)
     loaded = load(paths, key, committed_view(paths), repair=True)
+    # As a runner with its own key signs every checkpoint (issue 31).
+    signer = new_runner_key(repo.root.parent / "runner-key", None)
     recorder = Recorder(
-        CHECKPOINT_GOAL, key, Worktree(wt), paths, loaded, SystemClock(), lambda line: None
+        CHECKPOINT_GOAL,
+        key,
+        Worktree(wt),
+        paths,
+        loaded,
+        SystemClock(),
+        lambda line: None,
+        signer=signer,
     )
     # As a run whose environment holds 20 secrets redacts every event (issue 28).
     recorder.redactor = secret_redactor()
@@ -931,9 +941,8 @@ def bench_checkpoint(repo: Managed, wt: Path, planned: Iterator[Planned], reps: 
         recorder.checkpoint(f"{step or type} {iteration} bench {n}")
         best.add("harness", time.perf_counter() - started)
         segment = sorted((wt / rel / "events").iterdir())[-1].relative_to(wt)
-        contents = {
-            p: (wt / p).read_bytes() for p in (rel / "state.json", rel / "report.md", segment)
-        }
+        written = (rel / "state.json", rel / "report.md", rel / "checkpoint.sig", segment)
+        contents = {p: (wt / p).read_bytes() for p in written}
         started = time.perf_counter()
         for path, data_bytes in contents.items():
             (other / path).write_bytes(data_bytes)

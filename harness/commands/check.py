@@ -25,6 +25,7 @@ from harness.record.visible import line
 from harness.store.gitrepo import Repo, stored_bytes
 from harness.trust.approvals import find_run_approval, parse_approval_file
 from harness.trust.owners import Owner, parse_owners
+from harness.trust.runners import RUNNERS_PATH, RUNNERS_SIG_PATH, check_runners
 
 T = TypeVar("T")
 
@@ -40,6 +41,8 @@ def check(cwd: Path, goal_ids: list[str], out: TextIO, as_json: bool = False) ->
         _guard(problems, partial(check_goal, root, goal_id, config, owners, notes))
     if not goal_ids:
         problems += lesson_problems(root)
+        if owners is not None:
+            _guard(problems, lambda: working_runners(root, owners))
     code = max((p.exit_code for p in problems), default=0)
     if as_json:
         listed = [{"message": str(p), "exit_code": p.exit_code} for p in problems]
@@ -115,6 +118,17 @@ def working_config(root: Path) -> Config:
     """The working tree's `.harness/config.yaml` (what `check` and `approve` read)."""
     path = root / CONFIG_PATH
     return parse_config(path.read_bytes() if path.is_file() else None, CONFIG_PATH)
+
+
+def working_runners(root: Path, owners: tuple[Owner, ...]) -> None:
+    """`.harness/runners`, where the checkout has one: its lines and an owner's signature
+    over its bytes (`harness runners sign`), as clones will check them once committed."""
+    path = root / RUNNERS_PATH
+    if not path.is_file():
+        return
+    data = stored_bytes(root, RUNNERS_PATH, path.read_bytes())
+    sig = root / RUNNERS_SIG_PATH
+    check_runners(data, sig.read_bytes() if sig.is_file() else None, owners)
 
 
 def working_owners(root: Path) -> tuple[Owner, ...]:

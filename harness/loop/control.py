@@ -213,9 +213,17 @@ class Control:
     def principals(self) -> set[str]:
         return {p for owner in self.owners() for p in owner.principals}
 
-    def lists_runners(self) -> bool:
-        """Whether the owners list runners at all (no signature checked: `runners` does)."""
-        return self._blob(RUNNERS_PATH) is not None
+    def listed_runner_keys(self) -> frozenset[bytes] | None:
+        """The keys `.harness/runners` lists, parsed without checking the owners' signature
+        over it (`runners` does, before anything is written); None where there is none."""
+        data = self._blob(RUNNERS_PATH)
+        if data is None:
+            return None
+        try:
+            listed = parse_owners(data.decode("utf-8", "replace"), RUNNERS_PATH)
+        except InvalidInput:
+            return frozenset()
+        return frozenset(runner.key_blob for runner in listed)
 
     def runners(self) -> tuple[Owner, ...] | None:
         """The runners whose signed checkpoints a clone trusts, from the owner-signed

@@ -25,7 +25,7 @@ from harness.record.events import TERMINAL, WAITING
 from harness.record.ledger import open_segment
 from harness.store.gitrepo import GitError, Repo
 from harness.trust.approvals import SignedRecord
-from harness.trust.checkpoint import FILE_NAME, signed_here
+from harness.trust.checkpoint import FILE_NAME, signed_by_one_of
 from harness.trust.decisions import bound_to
 from harness.trust.runnerkey import RunnerKey
 from harness.trust.secret import Secret
@@ -207,11 +207,12 @@ def ends_whole(events: Path) -> bool:
 
 def unsigned(repo: Repo, control: Control, goal_id: str, key: RunnerKey | None) -> bool:
     """Whether this runner must sign a resting goal's head (`advance` does, with a
-    checkpoint): the owners list runners, this machine has a key, and the record it would
-    leave as it is was not signed by that key (made before the owners listed runners, or
-    by another runner). Read as `resting` reads the cell: the worktree's, else the
+    checkpoint): the owners list runners, this machine has a key, and no listed runner's
+    key signed the record as it stands (made before the owners listed runners, or by a
+    runner since removed). Read as `resting` reads the cell: the worktree's, else the
     branch's."""
-    if key is None or not control.lists_runners():
+    listed = control.listed_runner_keys()
+    if key is None or listed is None:
         return False
     folder = repo.worktree_path(goal_id) / "ledger" / goal_id
     try:
@@ -224,4 +225,4 @@ def unsigned(repo: Repo, control: Control, goal_id: str, key: RunnerKey | None) 
             signature = control.objects.blob(f"{branch}:ledger/{goal_id}/{FILE_NAME}")
     except (OSError, GitError):
         return True  # the full path reads it again and names what is wrong
-    return not signed_here(cell, signature, key)
+    return not signed_by_one_of(cell, signature, listed)

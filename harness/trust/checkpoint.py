@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Sequence
+from collections.abc import Sequence, Set
 from dataclasses import dataclass
 
 from harness.errors import InvalidInput, TrustFailure
@@ -100,10 +100,11 @@ def parse_checkpoint(data: bytes, source: str) -> tuple[Checkpoint, bytes, str]:
     return Checkpoint(goal, Position(int(seq), head_hash), cell_sha, tree), statement, armored
 
 
-def signed_here(cell_bytes: bytes, signature: bytes | None, key: RunnerKey) -> bool:
-    """Whether `signature` is this runner's over exactly `cell_bytes` (its own record, so
-    read without a cryptographic check: the cell's MAC is what the runner trusts). A head
-    not signed so is signed at the runner's next pass (`harness run`)."""
+def signed_by_one_of(cell_bytes: bytes, signature: bytes | None, keys: Set[bytes]) -> bool:
+    """Whether `signature` names one of `keys` (public blobs: the listed runners') as its
+    signer over exactly `cell_bytes`. For a runner's own record, read without a
+    cryptographic check (the cell's MAC is what the runner trusts): a head not signed so
+    is signed at a listed runner's next pass (`harness run`), once."""
     if signature is None:
         return False
     try:
@@ -111,7 +112,7 @@ def signed_here(cell_bytes: bytes, signature: bytes | None, key: RunnerKey) -> b
     except TrustFailure:
         return False
     same_cell = checkpoint.cell_sha256 == hashlib.sha256(cell_bytes).hexdigest()
-    return same_cell and signer_blob(armored) == key.public_blob
+    return same_cell and signer_blob(armored) in keys
 
 
 def vouch(

@@ -278,3 +278,37 @@ def test_a_resting_head_written_without_a_runner_key_is_signed_at_the_next_run(
     assert git(runner.root, "rev-parse", "harness/g1^") == head  # once, not at every pass
     git(clone, "fetch", "-q")
     assert harness(clone, env, "verify", "g1").returncode == 0
+    # Another listed runner leaves a head a listed runner signed as it is (no ping-pong).
+    second = tmp_path / "second" / "runner-key"
+    list_runner(runner, "runner-2", second)
+    runner.harness("run", env=runner.env | {"HARNESS_RUNNER_KEY_FILE": str(second)}, check=0)
+    assert git(runner.root, "rev-parse", "harness/g1^") == head
+
+
+def test_doctor_and_check_say_where_the_runners_stand(
+    managed: ManagedFactory, tmp_path: Path
+) -> None:
+    runner = managed()
+    unlisted = runner.harness("doctor")
+    assert "warn runners: none listed (.harness/runners is not on refs/heads/main)" in (
+        unlisted.stdout
+    )
+    key_file = tmp_path / "runner-config" / "runner-key"
+    list_runner(runner, "runner-1", key_file)
+    assert runner.harness("check", check=0).stdout.startswith("ok: 1 goal(s)")
+    missing = runner.harness("doctor")
+    assert missing.returncode == 3, missing
+    assert (
+        "fail runner-key: none at " in missing.stdout and "`harness run` refuses" in missing.stdout
+    )
+    runner.env["HARNESS_RUNNER_KEY_FILE"] = str(key_file)
+    listed = runner.harness("doctor").stdout
+    assert "ok runners: 1 listed, signed by an owner: runner-1" in listed
+    assert "signs checkpoints, listed as runner-1" in listed
+    with (runner.root / ".harness" / "runners").open("a") as handle:
+        handle.write(f"runner-2 {runner.key.public}\n")
+    edited = runner.harness("check")
+    assert edited.returncode == 3, edited
+    assert ".harness/runners: not signed by an owner: no owner has signed its bytes" in (
+        edited.stdout
+    )

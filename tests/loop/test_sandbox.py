@@ -452,6 +452,7 @@ def hidden_world() -> Iterator[HiddenWorld]:
             env = {
                 "XDG_CONFIG_HOME": str(base / "config"),
                 "HARNESS_SECRET_FILE": _write(base / "secret-file", "the secret file\n"),
+                "HARNESS_RUNNER_KEY_FILE": _write(base / "keys" / "runner", "runner key\n"),
                 "SSH_AUTH_SOCK": str(base / "agent" / "agent.sock"),
             }
             place = place_in(base, env)
@@ -464,6 +465,7 @@ def hidden_world() -> Iterator[HiddenWorld]:
                 "~/.gnupg": _write(home / ".gnupg" / "private-keys-v1.d" / "k", "gpg key\n"),
                 "the secret's folder": _write(base / "config" / "goal-harness" / "secret", "s\n"),
                 "HARNESS_SECRET_FILE": env["HARNESS_SECRET_FILE"],
+                "HARNESS_RUNNER_KEY_FILE": env["HARNESS_RUNNER_KEY_FILE"],
                 "the folder of SSH_AUTH_SOCK": env["SSH_AUTH_SOCK"],
                 "the user's runtime folder": str(runtime),
             }
@@ -497,6 +499,7 @@ def test_uncontained_the_build_would_see_every_hidden_thing(hidden_world: Hidden
         "~/.gnupg",
         "the secret's folder",
         "HARNESS_SECRET_FILE",
+        "HARNESS_RUNNER_KEY_FILE",
         "the user's runtime folder",
     ],
 )
@@ -504,7 +507,8 @@ def test_a_contained_build_cannot_read_a_hidden_path(hidden_world: HiddenWorld, 
     seen = hidden_world.seen(resolve("required", os.environ))[what]
     # A hidden folder is an empty tmpfs; a hidden file is /dev/null, a device on a mount
     # that allows none (bwrap binds nodev): opening it is refused.
-    assert seen == ("PermissionError" if what == "HARNESS_SECRET_FILE" else "FileNotFoundError")
+    hidden_file = what in ("HARNESS_SECRET_FILE", "HARNESS_RUNNER_KEY_FILE")
+    assert seen == ("PermissionError" if hidden_file else "FileNotFoundError")
 
 
 @needs_bwrap

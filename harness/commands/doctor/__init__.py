@@ -9,7 +9,7 @@ secret that does not match the goal records, an approval that does not verify, a
 on the wrong branch), which `harness run` would refuse with 3 too; else 2.
 
 The checks live by the banner they print under: `machine`, `secret_checks`, `repository`,
-`worktrees`, `notify_checks`; `findings` is what each returns.
+`worktrees`, `runner_checks`, `notify_checks`; `findings` is what each returns.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from harness.commands.doctor.machine import (
 )
 from harness.commands.doctor.notify_checks import checked_url, notify_checks
 from harness.commands.doctor.repository import config_check, repository, repository_checks
+from harness.commands.doctor.runner_checks import runner_checks
 from harness.commands.doctor.secret_checks import reviewer_clone, secret_check, secret_file
 from harness.errors import InvalidInput, TrustFailure
 from harness.loop.agents.support import SUPPORTED
@@ -71,6 +72,8 @@ def run_checks(cwd: Path, env: Mapping[str, str], notify_url: str | None = None)
     found.append(secret_file(env, reviewed))
     if repo is not None:
         found += repository_checks(repo, env, secret, has_commit=repo_finding.status == OK)
+        if repo_finding.status == OK:
+            found += runner_checks(repo, env, reviewed)
     found.append(ssh_keygen(env))
     config = config_check(repo.root)[0] if repo is not None else None
     scrub = config.scrub_env if config is not None else ()
