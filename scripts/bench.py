@@ -72,10 +72,14 @@ from harness.record.hydrate import GoalPaths, committed_view, load  # noqa: E402
 from harness.record.ledger import SEGMENT_BYTES, Event, Ledger, segment_name  # noqa: E402
 from harness.record.position import GENESIS, Position  # noqa: E402
 from harness.record.render import REPORT_TAIL_EVENTS, MarkdownReport  # noqa: E402
+from harness.store.catfile import tree_without_entry  # noqa: E402
 from harness.store.fsutil import canonical_json  # noqa: E402
+from harness.store.objects import ObjectReader  # noqa: E402
 from harness.store.worktree import Worktree  # noqa: E402
 from harness.trust.approvals import format_record  # noqa: E402
+from harness.trust.checkpoint import signed_checkpoint  # noqa: E402
 from harness.trust.runnerkey import new_runner_key  # noqa: E402
+from harness.trust.runners import statement_bytes as runners_statement  # noqa: E402
 from harness.trust.secret import Secret  # noqa: E402
 from harness.trust.sshsig import sign  # noqa: E402
 from harness.trust.statement import Statement  # noqa: E402
@@ -91,6 +95,7 @@ FLEET = 1_000
 NOOP_GOALS = 10
 TARGETS = {
     "verify_1m": 1.5,
+    "verify_1m_nosecret": 1.5,
     "replay_1m": 2.0,
     "verify_memory": 1.1,
     "checkpoint": 2.0,
@@ -781,10 +786,12 @@ class Run:
     out: str
 
 
-def measured(cmd: list[str], cwd: Path, *, devnull: bool = False) -> Run:
+def measured(
+    cmd: list[str], cwd: Path, *, devnull: bool = False, env: dict[str, str] | None = None
+) -> Run:
     """One run of `cmd` through MEASURE; any exit but 0 stops the bench."""
     helper = [sys.executable, "-c", MEASURE, "devnull" if devnull else "pipe", *cmd]
-    _, raw = timed(helper, cwd, harness_env())
+    _, raw = timed(helper, cwd, env or harness_env())
     result = json.loads(raw)
     if result["rc"]:
         raise SystemExit(
@@ -800,12 +807,41 @@ def verified(repo: Managed, goal_id: str, events: int) -> Run:
     return run
 
 
+def sign_as_runner(repo: Managed, keys: Path, goal_id: str) -> dict[str, str]:
+    """Owners list a runner (`.harness/runners`, signed) and the goal's committed head gets
+    that runner's checkpoint signature, as a runner with a key leaves every head (issue 31).
+    Returns an environment without the secret: a reviewer's clone."""
+    key = new_runner_key(keys / "runner-key", None)
+    runners = f"runner-1 {key.public_line}\n".encode()
+    statement = runners_statement(runners)
+    (repo.root / ".harness" / "runners").write_bytes(runners)
+    signed = statement.decode() + sign(statement, keys / "owner")
+    (repo.root / ".harness" / "runners.sig").write_text(signed)
+    git(repo.root, "add", ".harness")
+    git(repo.root, "commit", "-q", "-m", "list runner-1")
+    wt = repo.root / ".harness" / "worktrees" / goal_id
+    folder = wt / "ledger" / goal_id
+    cell = (folder / "state.json").read_bytes()
+    at = json.loads(cell)["position"]
+    reader = ObjectReader(wt)
+    tree = tree_without_entry(reader, "HEAD^{tree}", "ledger")
+    reader.close()
+    assert tree is not None
+    head = Position(at["seq"], at["hash"])
+    (folder / "checkpoint.sig").write_bytes(signed_checkpoint(key, goal_id, head, cell, tree[0]))
+    git(wt, "add", "-A")
+    git(wt, "commit", "-q", "-m", f"harness({goal_id}): signed by runner-1")
+    env = {k: v for k, v in harness_env().items() if k != "HARNESS_SECRET"}
+    return env | {"XDG_CONFIG_HOME": str(keys / "reviewer-config")}
+
+
 def bench_ledger(repo: Managed, events: int, small: int, reps: int, only: set[str]) -> None:
     """verify and replay of the big ledger against the floor, run alternately; peak RSS of
     verify at `events` against `small` events."""
     folder = repo.root / ".harness" / "worktrees" / BIG_GOAL / "ledger" / BIG_GOAL / "events"
     replay = [*harness_cmd(), "replay", BIG_GOAL, "--format", "text"]
-    best = Best.of("floor", "verify", "replay", "peak", "small_peak", "small_verify")
+    best = Best.of("floor", "verify", "replay", "peak", "small_peak", "small_verify", "nosecret")
+    reviewer = sign_as_runner(repo, repo.root.parent / "keys", BIG_GOAL)
     settle()  # the generation wrote ~1 GiB (segments and loose objects): not timed here
     for _ in range(reps):
         floor = measured([sys.executable, "-c", FLOOR, str(folder)], repo.root)
@@ -822,6 +858,11 @@ def bench_ledger(repo: Managed, events: int, small: int, reps: int, only: set[st
             best.add("small_verify", small_run.seconds)
         if "replay_1m" in only:
             best.add("replay", measured(replay, repo.root, devnull=True).seconds)
+        if "verify_1m_nosecret" in only:
+            run = measured([*harness_cmd(), "verify", BIG_GOAL], repo.root, env=reviewer)
+            if "(verified by runner runner-1 (" not in run.out:
+                raise SystemExit(f"bench: verify without the secret did not pass: {run.out}")
+            best.add("nosecret", run.seconds)
     per = f"{events:,} events, best of {reps}"
     if "verify_1m" in only:
         report(
@@ -829,6 +870,14 @@ def bench_ledger(repo: Managed, events: int, small: int, reps: int, only: set[st
             best["verify"],
             best["floor"],
             f"harness verify {best['verify']:.2f} s, floor {best['floor']:.2f} s ({per})",
+        )
+    if "verify_1m_nosecret" in only:
+        report(
+            "verify_1m_nosecret",
+            best["nosecret"],
+            best["floor"],
+            f"harness verify without the secret (chain and the runner's signature) "
+            f"{best['nosecret']:.2f} s, floor {best['floor']:.2f} s ({per})",
         )
     if "replay_1m" in only:
         report(
@@ -1138,16 +1187,16 @@ def main(argv: list[str] | None = None) -> int:
         self_check(base / "self-check")
         keys = base / "keys"
         make_owner_key(keys)
-        if only & {"verify_1m", "replay_1m", "verify_memory", "checkpoint"}:
+        if only & {"verify_1m", "verify_1m_nosecret", "replay_1m", "verify_memory", "checkpoint"}:
             ids = (BIG_GOAL, SMALL_GOAL, CHECKPOINT_GOAL)
             audit = managed_repo(
                 base / "audit", keys, {g: goal_yaml(g, "true", "true", "true") for g in ids}
             )
-            if only & {"verify_1m", "replay_1m", "verify_memory"}:
+            if only & {"verify_1m", "verify_1m_nosecret", "replay_1m", "verify_memory"}:
                 generated_worktree(audit, BIG_GOAL, args.events)
             if "verify_memory" in only:
                 generated_worktree(audit, SMALL_GOAL, small)
-            if only & {"verify_1m", "replay_1m", "verify_memory"}:
+            if only & {"verify_1m", "verify_1m_nosecret", "replay_1m", "verify_memory"}:
                 bench_ledger(audit, args.events, small, args.reps, only)
             if "verify_1m" in only:
                 check_named_corruption(audit, args.events)

@@ -249,11 +249,7 @@ class Ledger:
         ):
             return None
         body = line[len(_HEAD) : -_TRAILER]
-        inner = self._inner.copy()
-        inner.update(body)
-        outer = self._outer.copy()
-        outer.update(inner.digest())
-        if not hmac.compare_digest(outer.hexdigest().encode(), line[_MAC_START:_MAC_END]):
+        if not self._mac_matches(body, line[_MAC_START:_MAC_END]):
             return None
         raw = _load_canonical(body)
         if not (
@@ -286,6 +282,14 @@ class Ledger:
             },
         )
         return record
+
+    def _mac_matches(self, body: bytes, mac: bytes) -> bool:
+        """The fast path's MAC check: the precomputed HMAC states, copied per line."""
+        inner = self._inner.copy()
+        inner.update(body)
+        outer = self._outer.copy()
+        outer.update(inner.digest())
+        return hmac.compare_digest(outer.hexdigest().encode(), mac)
 
     def _verify(self, line: bytes, path: Path, line_no: int, prev: Position, end: int) -> Record:
         if not (

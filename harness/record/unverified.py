@@ -48,10 +48,8 @@ class UnverifiedLedger(Ledger):
                 f"event {self.signed.seq} that the runner signed"
             )
 
-    def _accept(
-        self, line: bytes, name: str, line_no: int, seq: int, digest: str, end: int
-    ) -> Record | None:
-        return None  # the fast path checks the MAC first; every line takes _verify
+    def _mac_matches(self, body: bytes, mac: bytes) -> bool:
+        return True  # no key here: the fast path checks everything else, as _verify does
 
     def _check_mac(self, body: bytes, mac: bytes, path: Path, line_no: int) -> None:
         return None  # no key here: shape, sequence and chain are still checked (_verify)
