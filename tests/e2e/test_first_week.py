@@ -26,6 +26,8 @@ GUIDE = Path(__file__).resolve().parents[2] / "docs" / "guide" / "first-week.md"
 BIN = str(Path(sys.executable).parent)
 ORIGIN_URL = "git@github.com:acme/app.git"
 WEBHOOK_URL = "https://hooks.example.com/services/T000/B000/XXXX"
+# The runner's key as the page lists it; the runner made its own, and this run lists that.
+RUNNER_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGTScRPdfw4U53NWF9i1bhxpt2qFY2Ejt2oFsENZRKQt"
 GOAL = "nightly-digest"
 
 # The week: each page block's machine and moment, and the cron ticks between them.
@@ -33,7 +35,8 @@ BLOCK, TICK, REFUSED = "block", "tick", "refused"
 WEEK = [
     ("monday_init", BLOCK, "laptop", "2026-12-07T10:00:00Z"),  # Monday: init, notify, push
     ("monday_goal", BLOCK, "laptop", "2026-12-07T10:10:00Z"),  # the goal, approved
-    ("monday_runner", BLOCK, "runner", "2026-12-07T11:00:00Z"),  # secret, doctor, cron
+    ("monday_runner", BLOCK, "runner", "2026-12-07T11:00:00Z"),  # secret, key, doctor, cron
+    ("monday_runners", BLOCK, "laptop", "2026-12-07T11:10:00Z"),  # the runner's key listed
     ("night1", TICK, "runner", "2026-12-08T02:00:00Z"),  # Tuesday's night: run 1 parks at ship
     ("tick3", TICK, "runner", "2026-12-08T03:00:00Z"),  # still waiting: nothing told again
     ("tuesday", BLOCK, "laptop", "2026-12-08T09:00:00Z"),  # status, diff
@@ -82,6 +85,9 @@ class Week:
 
     def block(self, machine: str, text: str, now: str, code: int = 0) -> str:
         script = text.replace(ORIGIN_URL, str(self.origin)).replace(WEBHOOK_URL, self.hook.url)
+        made = self.root / "runner" / ".config" / "goal-harness" / "runner-key.pub"
+        if made.exists():
+            script = script.replace(RUNNER_KEY, " ".join(made.read_text().split()[:2]))
         proc = subprocess.run(
             ["bash", "-euo", "pipefail", "-c", script],
             cwd=self.root / machine,
@@ -167,9 +173,12 @@ def test_a_teams_first_week_as_written(tmp_path: Path, hook: Hook) -> None:
     assert "parked_at_eyes gate=ship" in said["night1"] and " started sha256=" in said["night1"]
     assert "nothing to run: nightly-digest waits for a decision" in said["tick3"]
     assert "nightly-digest parked_at_eyes" in said["tuesday"]
-    assert "(unverified: no secret here" in said["tuesday"]
-    assert "ok nightly-digest: " in said["tuesday"]
-    assert "(unverified: no secret here: MACs not checked" in said["tuesday"]
+    assert "signed .harness/runners (1 runner(s): runner-1) as alice@example.com" in (
+        said["monday_runners"]
+    )
+    assert "(verified by runner runner-1 (SHA256:" in said["tuesday"]
+    assert "ok nightly-digest: " in said["tuesday"] and "unverified" not in said["tuesday"]
+    assert "; no secret here: MACs not checked)" in said["tuesday"]
     assert "+++ b/digest.md" in said["tuesday"] and "ledger/" not in said["tuesday"]
     assert "pushed main to origin" in said["ship1"]
     assert "decision ship by alice@example.com" in said["shipped1"]
