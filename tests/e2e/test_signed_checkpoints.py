@@ -312,3 +312,20 @@ def test_doctor_and_check_say_where_the_runners_stand(
     assert ".harness/runners: not signed by an owner: no owner has signed its bytes" in (
         edited.stdout
     )
+
+
+@pytest.mark.parametrize("point", ["after_cell_write@2", "before_commit@3", "after_commit@4"])
+def test_a_runner_killed_at_a_checkpoint_leaves_a_head_it_signed_once_resumed(
+    managed: ManagedFactory, tmp_path: Path, point: str
+) -> None:
+    runner = managed(goal=base_goal() | {"ship": SHIP}, mode="fix-on-1")
+    key_file = tmp_path / "runner-config" / "runner-key"
+    list_runner(runner, "runner-1", key_file)
+    runner.env["HARNESS_RUNNER_KEY_FILE"] = str(key_file)
+    killed = runner.harness("run", env=runner.env | {"HARNESS_FAILPOINT": point})
+    assert killed.returncode == -9, (killed.stdout, killed.stderr)
+    runner.harness("run", check=0)
+    assert runner.status()["status"] == "parked_at_eyes"
+    clone, env = reviewer(runner, tmp_path)
+    verified = harness(clone, env, "verify", "g1")
+    assert verified.returncode == 0 and "verified by runner runner-1" in verified.stdout, verified
