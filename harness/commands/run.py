@@ -8,6 +8,7 @@ import json
 import os
 import sys
 from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -141,24 +142,31 @@ def _run(
             out.write(text)
             out.flush()
 
+    made: list[RunContext] = []  # what context() made, closed at the end (its live export)
+
     @functools.cache
     def context() -> RunContext:
         """The loop's context, made (and the loop imported) for the first goal that moves."""
         from harness.loop.context import RunContext
+        from harness.loop.otel import live_trace
         from harness.store.remote import runner_id
 
         terminal = err if err.isatty() and not as_json else None
-        return RunContext(
-            control,
-            secret,
-            clock,
-            print_line,
-            env,
-            max_steps,
-            remote,
-            runner_id(repo),
-            terminal,
+        made.append(
+            RunContext(
+                control,
+                secret,
+                clock,
+                print_line,
+                env,
+                max_steps,
+                remote,
+                runner_id(repo),
+                terminal,
+                live_trace(env, err),
+            )
         )
+        return made[0]
 
     def advance(goal_id: str) -> Cell:
         cell = at_rest(repo, control, secret, remote, goal_id, clock.now())
@@ -170,7 +178,7 @@ def _run(
             return advance_goal(repo, context(), goal_id)
         return _advance_and_tell(repo, context(), goal_id, advance_goal, None if as_json else err)
 
-    with interruptible():
+    with interruptible(), _closing_traces(made):
         for goal_id in ids:
             before = len(lines)
             outcome = _run_one(repo, goal_id, advance, err, quiet=as_json)
@@ -181,6 +189,18 @@ def _run(
             if outcome["lines"]:
                 _step_summary(env, repo, goal_id)
     return _report(outcomes, bool(lines), out, err, as_json)
+
+
+@contextmanager
+def _closing_traces(made: list[RunContext]) -> Iterator[None]:
+    """The run's live export of spans, if a goal moved and one was asked for, is closed at
+    its end, however it ends (loop/otel.py: the wait is bounded)."""
+    try:
+        yield
+    finally:
+        for ctx in made:
+            if ctx.trace is not None:
+                ctx.trace.close()
 
 
 def spread(ids: list[str], repo: Repo, remote: Remote | None) -> list[str]:

@@ -5,13 +5,16 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from harness.loop.clock import Clock
 from harness.loop.control import Control
 from harness.store.remote import Remote
 from harness.trust.redact import Redactor
 from harness.trust.secret import Secret
+
+if TYPE_CHECKING:
+    from harness.loop.otel import LiveTrace
 
 
 @dataclass(frozen=True)
@@ -25,6 +28,7 @@ class RunContext:
     remote: Remote | None = None
     runner: str = ""
     progress: TextIO | None = None  # a terminal to show the running step on
+    trace: LiveTrace | None = None  # live export of spans (loop/otel.py), when asked for
 
     @functools.cached_property
     def redactor(self) -> Redactor:

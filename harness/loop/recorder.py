@@ -11,7 +11,7 @@ import hashlib
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness import failpoints
 from harness.loop.clock import Clock
@@ -24,6 +24,9 @@ from harness.record.render import text_line
 from harness.store.fsutil import atomic_write
 from harness.store.worktree import Worktree
 from harness.trust.redact import NO_SECRETS, Redactor
+
+if TYPE_CHECKING:
+    from harness.loop.otel import GoalTrace
 
 TEXT_FIELD_BYTES = 12_000
 
@@ -54,6 +57,7 @@ class Recorder:
         print_line: Callable[[str], None],
         redactor: Redactor = NO_SECRETS,
         publish: Callable[[], None] | None = None,
+        trace: GoalTrace | None = None,
     ) -> None:
         self.goal_id, self.key, self.clock, self.print_line = goal_id, key, clock, print_line
         self.wt, self.paths = worktree, paths
@@ -71,6 +75,8 @@ class Recorder:
         # the next checkpoint commits it without a second scan (None: scan again).
         self.fresh: str | None = None
         self.redactor = redactor  # the run's own (RunContext.redactor), else no secrets known
+        # With live export (loop/otel.py), the spans of ended steps go with the printed lines.
+        self.trace = trace
 
     def emit(
         self, type: EventType, step: StepName | None, iteration: int, data: Mapping[str, Any]
@@ -83,8 +89,11 @@ class Recorder:
         position = Position(record.event.seq, record.hash)
         self.cell = apply(self.cell, record.event, position)
         self.report.add(record.event)
+        if self.trace is not None:
+            self.trace.add(record)
         if self.publish is None:
             self.print_line(text_line(record.event))
+            self._release_spans()
         else:
             self.unpublished.append(text_line(record.event))
 
@@ -114,10 +123,18 @@ class Recorder:
         lines, self.unpublished = self.unpublished, []
         for line in lines:
             self.print_line(line)
+        self._release_spans()
 
     def drop_unpublished_lines(self) -> None:
-        """The run lost the goal to another runner: its unpushed events are dropped too."""
+        """The run lost the goal to another runner: its unpushed events are dropped too,
+        and so are the spans they ended."""
         self.unpublished.clear()
+        if self.trace is not None:
+            self.trace.drop()
+
+    def _release_spans(self) -> None:
+        if self.trace is not None:
+            self.trace.release()
 
     def gate(
         self, status: Status, reason: GateReason, detail: str, more: Mapping[str, str] = {}
