@@ -99,20 +99,17 @@ class GoalTrace:
 
     def seed(self, record: Record) -> None:
         """A record as the goal was loaded: recorded before this run, never sent now."""
-        self._spans(record)
+        if self.tracer is not None:
+            self.tracer.skip(record)
 
     def add(self, record: Record) -> None:
-        self.held.extend(self._spans(record))
-
-    def _spans(self, record: Record) -> list[Span]:
         if self.tracer is None:
-            return []
+            return
         try:
-            return self.tracer.add(record)
+            self.held.extend(self.tracer.add(record))
         except HarnessError as exc:  # a record the run itself accepted: never worth a run
             self.tracer = None
             self.warn(f"{self.goal_id}: no more spans this run: {exc}")
-            return []
 
     def release(self) -> None:
         spans, self.held = self.held, []

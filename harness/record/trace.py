@@ -106,41 +106,62 @@ def _call_id(record: Record) -> Any:
     return data.get("call_id") if isinstance(data, dict) else None
 
 
+_STEP_ENDS = ("step.finished", "step.interrupted")
+
+
 @dataclass(frozen=True)
 class _Attempt:
-    """A step that has started: its `step.started` and what led to it."""
+    """A step that has started: its `step.started` and the records that led to it."""
 
     started: Record
     trace_id: str
-    events: tuple[SpanEvent, ...]
+    before: tuple[Record, ...]
     dropped: int
     gate: str | None
 
 
 class Tracer:
-    """Feed every record in ledger order; `add` returns the spans that record ends."""
+    """Feed every record in ledger order: `add` returns the spans a record ends; `skip`
+    moves on past a record without making any (a ledger loaded to go on from, whose spans
+    were made when it was written: it costs a few comparisons a record)."""
 
     def __init__(self, goal_id: str) -> None:
         self.goal_id = goal_id
         self.trace_id: str | None = None
-        self.waiting: deque[SpanEvent] = deque(maxlen=MAX_SPAN_EVENTS)
+        # What happened since the last step started, as records: made into span events
+        # only for a span that is made.
+        self.waiting: deque[Record] = deque(maxlen=MAX_SPAN_EVENTS)
         self.dropped = 0
-        self.gate: str | None = None  # the last gate among the waiting events
+        self.gate: str | None = None  # the last gate among the waiting records
         self.open: _Attempt | None = None
 
     def add(self, record: Record) -> list[Span]:
+        return self._take(record, True)
+
+    def skip(self, record: Record) -> None:
+        self._take(record, False)
+
+    def _take(self, record: Record, make: bool) -> list[Span]:
         event = record.event
         ended: list[Span] = []
-        own = self.open is not None and _call_id(record) == _call_id(self.open.started)
-        ends_open = own and event.type in ("step.finished", "step.interrupted")
-        if self.open is not None and not ends_open:
-            ended.append(self._cut_off(record))
+        attempt = self.open
+        ends_open = (
+            attempt is not None
+            and event.type in _STEP_ENDS
+            and _call_id(record) == _call_id(attempt.started)
+        )
+        if attempt is not None and not ends_open:
+            self.open = None
+            if make:
+                ended.append(self._cut_off(attempt, record))
         if self.trace_id is None or event.type == RUN_STARTED:
             self._new_run(record)
         if event.type == "step.started":
             self._start(record)
-        elif ends_open:
-            ended.append(self._finish(record))
+        elif attempt is not None and ends_open:
+            self.open = None
+            if make:
+                ended.append(self._finish(attempt, record))
         else:
             self._wait(record)
         return ended
@@ -153,7 +174,7 @@ class Tracer:
     def _wait(self, record: Record) -> None:
         if len(self.waiting) == MAX_SPAN_EVENTS:
             self.dropped += 1
-        self.waiting.append(span_event(record))
+        self.waiting.append(record)
         data = record.event.data
         if record.event.type == "goal.gated" and isinstance(data, dict):
             self.gate = text(data.get("reason"))
@@ -164,36 +185,34 @@ class Tracer:
         self.waiting.clear()
         self.dropped, self.gate = 0, None
 
-    def _finish(self, record: Record) -> Span:
-        data = record.event.data if isinstance(record.event.data, dict) else {}
-        if record.event.type == "step.interrupted":
+    def _finish(self, attempt: _Attempt, end: Record) -> Span:
+        data = end.event.data if isinstance(end.event.data, dict) else {}
+        if end.event.type == "step.interrupted":
             signal = text(data.get("signal")) or "a signal"
-            return self._span(record, [], f"interrupted by {signal}", "interrupted", record)
-        build = self.open is not None and self.open.started.event.step == "build"
+            return self._span(attempt, end, [], ("interrupted", f"interrupted by {signal}"), end)
+        build = attempt.started.event.step == "build"
         pairs = [*finished_pairs(data), *(agent_pairs(self.goal_id, data) if build else [])]
-        failed = failure(data)
-        error_type, message = failed if failed is not None else (None, None)
-        return self._span(record, pairs, message, error_type)
+        return self._span(attempt, end, pairs, failure(data))
 
-    def _cut_off(self, record: Record) -> Span:
-        return self._span(record, [], f"cut off: {record.event.type} came next", "cut_off")
+    def _cut_off(self, attempt: _Attempt, end: Record) -> Span:
+        return self._span(attempt, end, [], ("cut_off", f"cut off: {end.event.type} came next"))
 
     def _span(
         self,
+        attempt: _Attempt,
         end: Record,
         pairs: Pairs,
-        message: str | None,
-        error_type: str | None,
+        failed: tuple[str, str] | None,
         own_event: Record | None = None,
     ) -> Span:
-        attempt = self.open
-        assert attempt is not None
-        self.open = None
+        """The span of `attempt`, ended by `end`; `failed`: its `error.type` and status
+        message, None when it did not fail."""
         started = attempt.started
         event = started.event
         data = event.data if isinstance(event.data, dict) else {}
         start_ns = nanos(started)
-        events = attempt.events + ((span_event(own_event),) if own_event is not None else ())
+        before = attempt.before + ((own_event,) if own_event is not None else ())
+        kept = before[-MAX_SPAN_EVENTS:]
         step = text(event.step) or "step"
         return Span(
             trace_id=attempt.trace_id,
@@ -212,12 +231,12 @@ class Tracer:
                     ("harness.gate", attempt.gate),
                     *started_pairs(data),
                     *pairs,
-                    ("error.type", error_type),
+                    ("error.type", failed[0] if failed is not None else None),
                 ]
             ),
-            events=events[-MAX_SPAN_EVENTS:],
-            dropped_events=attempt.dropped + max(0, len(events) - MAX_SPAN_EVENTS),
-            error=message,
+            events=tuple(span_event(record) for record in kept),
+            dropped_events=attempt.dropped + len(before) - len(kept),
+            error=failed[1] if failed is not None else None,
         )
 
 

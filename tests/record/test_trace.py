@@ -13,7 +13,7 @@ import pytest
 from harness.commands.demo import DEMO_SECRET, GOAL_ID
 from harness.record.ledger import Ledger, LedgerBroken
 from harness.record.otlp import otlp_json
-from harness.record.trace import MAX_SPAN_EVENTS, Span, nanos, spans
+from harness.record.trace import MAX_SPAN_EVENTS, Span, Tracer, nanos, spans
 from harness.trust.secret import Secret
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -129,6 +129,37 @@ def test_a_step_cut_off_ends_at_the_next_event_and_its_retry_is_a_span(tmp_path:
     assert retry.error is None and retry.span_id != cut.span_id
     assert [e.name for e in retry.events] == ["goal.resumed", "step.cutoff"]
     assert dict(retry.events[1].attributes)["harness.changed_files"] == 1
+
+
+def test_a_tracer_that_skipped_a_loaded_ledger_makes_the_same_later_spans(
+    tmp_path: Path,
+) -> None:
+    """Live export's tracer skips the ledger as loaded, then is fed what the run appends:
+    wherever that split falls, it makes exactly the spans `harness trace` makes that end
+    after it (a cut-off step included)."""
+    events: list[Row] = [
+        ("goal.started", None, 0, START),
+        ("step.started", "build", 1, {"call_id": "build-1", "base": "b" * 40}),
+        ("goal.resumed", None, 1, {"runner": "r"}),
+        ("step.cutoff", "build", 1, {"call_id": "build-1", "changed": []}),
+        *_step("build", 1),
+        (
+            "goal.gated",
+            None,
+            1,
+            {"status": "parked_at_eyes", "reason": "ship", "detail": None, "commit": "c"},
+        ),
+        *_step("ship", 1),
+    ]
+    records = list(_write(tmp_path, events).records())
+    whole = list(spans(records, "g1"))
+    for split in range(len(records) + 1):
+        tracer = Tracer("g1")
+        for record in records[:split]:
+            tracer.skip(record)
+        later = [span for record in records[split:] for span in tracer.add(record)]
+        assert later == [s for s in whole if _attributes(s)["harness.ledger.ended_seq"] > split]
+    assert _attributes(whole[-1])["harness.gate"] == "ship"
 
 
 def test_an_interrupted_step_ends_when_it_was_interrupted(tmp_path: Path) -> None:
