@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.managed import ManagedFactory, ManagedRepo
-from tests.otlp import all_spans, parse_json, parse_protobuf
+from tests.managed import ManagedFactory, ManagedRepo, base_goal
+from tests.otlp import all_spans, attributes, parse_json, parse_protobuf
 
 TOKEN = "otel-collector-token-5f1c2a"  # what the collector's header carries
 
@@ -98,6 +98,28 @@ def test_live_export_reaches_the_collector_with_one_span_per_step(
     assert sent == rendered
     expected_resource = parse_json(traced.stdout).resource_spans[0].resource
     assert all(r.resource_spans[0].resource == expected_resource for r in requests)
+
+
+def test_ship_sends_the_ship_step_alone_with_the_gate_and_decision_before_it(
+    managed: ManagedFactory,
+) -> None:
+    """`harness ship` acting at once exports as `run` does: only the span of the step it
+    ran (the steps before it were recorded, and sent, by the run that ran them), with the
+    ship gate the goal waited at and the signed decision as its span events."""
+    ship = {"run": ["sh", "-c", "true"]}
+    repo = managed(goal=base_goal() | {"ship": ship}, mode="fix-on-1")
+    repo.harness("run", check=0)
+    assert repo.status()["gate"] == "ship"
+    with collector() as (endpoint, received):
+        env = _otel_env(repo, endpoint)
+        repo.harness("ship", "g1", "--key", str(repo.key.private), env=env, check=0)
+    assert repo.status()["status"] == "completed"
+    (sent,) = [span for _, _, body in received.posts for span in all_spans(parse_protobuf(body))]
+    assert sent.span_id.hex() == _step_starts(repo)[-1]
+    assert [event.name for event in sent.events] == ["goal.gated", "decision.used"]
+    assert attributes(sent)["harness.gate"] == "ship"
+    sent.ClearField("flags")
+    assert sent == all_spans(parse_json(repo.harness("trace", "g1", check=0).stdout))[-1]
 
 
 @pytest.mark.parametrize("failure", ["hangs", "refuses"])
