@@ -53,7 +53,17 @@ def live_trace(env: Mapping[str, str], err: TextIO) -> LiveTrace | None:
             )
         )
         return None
-    return LiveTrace(SdkSink(), err)
+    try:
+        sink = SdkSink()
+    except Exception as exc:  # the exporter's own settings refused: never worth a run
+        err.write(
+            line(
+                f"harness: warning: the OpenTelemetry exporter could not start: {exc}; "
+                "this run exports no spans"
+            )
+        )
+        return None
+    return LiveTrace(sink, err)
 
 
 class LiveTrace:
