@@ -183,7 +183,7 @@ def _loaded_runner(
         ctx.secret.goal_key(goal.id),
         committed,
         repair=True,
-        on_record=_keep_last(last, trace),
+        on_record=_reading(last, trace),
     )
     runner = GoalRunner(ctx, goal, approval, wt, paths, loaded, lessons, trace)
     # A kill while run N started: finished before the worktree is compared with the cell.
@@ -199,7 +199,10 @@ def _loaded_runner(
     return runner, True
 
 
-def _keep_last(last: list[Event], trace: GoalTrace | None) -> Callable[[Record], None]:
+def _reading(last: list[Event], trace: GoalTrace | None) -> Callable[[Record], None]:
+    """What sees each record as the goal loads: `last` keeps the last event; with live
+    export, the goal's tracer reads it too (sending nothing: it was recorded before)."""
+
     def keep(record: Record) -> None:
         last[:] = [record.event]
         if trace is not None:

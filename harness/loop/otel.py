@@ -6,8 +6,8 @@ and `OTEL_SDK_DISABLED` is not `true`; the SDK is imported then and only then
 (`loop/otelsdk.py`, the `otel` extra). The spans are `record/trace.py`'s, the ones
 `harness trace` writes: each goal's tracer is fed the ledger as it is loaded (nothing is
 sent for what was recorded before) and then every event the run appends. A collector that
-is down, slow or refuses never fails or holds up a run: spans go out from the SDK's
-background thread, and the run waits at most `CLOSE_WAIT_S` at its end.
+is down, slow or refuses never fails or holds up a run: spans go out from a background
+thread of their own, and the run waits at most `CLOSE_WAIT_S` at its end.
 """
 
 from __future__ import annotations
