@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import io
 from collections.abc import Sequence
+from pathlib import Path
 
 import pytest
 
-from harness.loop.otel import LiveTrace, live_trace, wanted
+from harness.loop.otel import GoalTrace, LiveTrace, live_trace, wanted
+from harness.record.ledger import Ledger
 from harness.record.trace import Span
 
 ENDPOINT = "http://127.0.0.1:9"
@@ -59,3 +61,23 @@ def test_a_sink_that_raises_never_raises_into_the_run() -> None:
         "harness: traces: g1: spans not sent: encoder exploded",
         "harness: traces: the exporter failed to stop: shutdown exploded",
     ]
+
+
+def test_a_goal_s_spans_wait_for_release_and_go_with_dropped_lines(tmp_path: Path) -> None:
+    """The spans an event ends are sent when the recorder prints its line (after the push,
+    with --push), and dropped with the lines of a run that lost the goal (remote.md)."""
+    ledger = Ledger(tmp_path, "g1", b"k" * 32)
+    ledger.load()
+    sent: list[list[str]] = []
+    trace = GoalTrace("g1", lambda spans: sent.append([s.name for s in spans]), print)
+    stamp = "2030-01-01T00:00:00.000Z"
+    trace.seed(ledger.append("goal.started", None, 0, {}, stamp))
+    for step in ("build", "judge"):
+        trace.add(ledger.append("step.started", step, 1, {"call_id": step}, stamp))
+        trace.add(ledger.append("step.finished", step, 1, {"call_id": step}, stamp))
+        assert sent == ([] if step == "build" else [["invoke_agent g1"]])
+        if step == "build":
+            trace.release()
+    trace.drop()
+    trace.release()
+    assert sent == [["invoke_agent g1"]]
