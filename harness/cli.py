@@ -121,11 +121,7 @@ def runners_sign(key: Path) -> None:
 
 @cli.command()
 @click.argument("goal_id", required=False)
-@click.option(
-    "--lesson",
-    metavar="NAME",
-    help="Write a lesson template to lessons/NAME.yaml instead of a goal.",
-)
+@click.option("--lesson", metavar="NAME", help="Write lessons/NAME.yaml, a lesson template.")
 @click.option(
     "--agent",
     type=click.Choice(["claude", "codex", "aider", "script"]),
@@ -233,10 +229,7 @@ def ship(goal_id: str, key: Path, push: str | None, as_json: bool) -> None:
 @click.argument("goal_id")
 @_OWNER_KEY
 @click.option(
-    "--extend-budget",
-    "extend",
-    metavar="K=V[,K=V]",
-    help="New limits, e.g. iterations=5,cost_usd=40.",
+    "--extend-budget", "extend", metavar="K=V[,K=V]", help="Raise limits, e.g. iterations=5."
 )
 @_DECISION_PUSH
 @_JSON
@@ -289,23 +282,18 @@ def status(goal_ids: tuple[str, ...], as_json: bool, check_: bool) -> None:
     _done(run_status(_cwd(), list(goal_ids), as_json, check_, _env(), sys.stdout))
 
 
+_FORMATS = ["text", "md", "json", "html"]  # replay's (commands/replay.py:FORMATS)
+_OUT = _path_option("--out", "out_file", "Write to this file instead of stdout.")
+_RUN_NUMBER = click.option(
+    "--run", "run_number", type=int, help="Only this run of a recurring goal (default: every run)."
+)
+
+
 @cli.command()
 @click.argument("goal_id")
-@click.option(
-    "--format",
-    "fmt",
-    default="text",
-    show_default=True,
-    type=click.Choice(["text", "md", "json", "html"]),
-)
-@_path_option("--out", "out_file", "Write to this file instead of stdout.")
-@click.option(
-    "--run",
-    "run_number",
-    type=int,
-    default=None,
-    help="Only this run of a recurring goal (default: every run).",
-)
+@click.option("--format", "fmt", default="text", show_default=True, type=click.Choice(_FORMATS))
+@_OUT
+@_RUN_NUMBER
 def replay(goal_id: str, fmt: str, out_file: Path | None, run_number: int | None) -> None:
     """Render a goal's record from its ledger alone.
 
@@ -314,6 +302,20 @@ def replay(goal_id: str, fmt: str, out_file: Path | None, run_number: int | None
     from harness.commands.replay import replay as run_replay
 
     _done(run_replay(_cwd(), goal_id, fmt, out_file, _env(), sys.stdout.buffer, run=run_number))
+
+
+@cli.command()
+@click.argument("goal_id")
+@_OUT
+@_RUN_NUMBER
+def trace(goal_id: str, out_file: Path | None, run_number: int | None) -> None:
+    """The record as OpenTelemetry spans (OTLP/JSON): a trace per run, a span per step.
+
+    Example: harness trace fix-login-timeout --out trace.json
+    """
+    from harness.commands.trace import trace as run_trace
+
+    _done(run_trace(_cwd(), goal_id, out_file, _env(), sys.stdout.buffer, run=run_number))
 
 
 @cli.command()

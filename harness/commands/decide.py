@@ -9,6 +9,7 @@ at once on this machine's worktree.
 from __future__ import annotations
 
 import hashlib
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
@@ -170,16 +171,23 @@ def act_now(
     out: TextIO,
 ) -> int:
     from harness.loop.advance import advance_goal
+    from harness.loop.otel import live_trace
 
     def print_line(text: str) -> None:  # an event line, made by render.text_line
         out.write(text)
         out.flush()
 
-    ctx = RunContext(control, secret, SystemClock(env), print_line, env, runner=runner_id(repo))
-    with GoalLock(repo.harness_dir() / "locks", goal_id):
-        before = _seen(repo, control, goal_id)
-        cell = advance_goal(repo, ctx, goal_id, extra=(record,))
-        _tell(repo, control, goal_id, before, cell, env)
+    trace = live_trace(env, sys.stderr)  # the steps it runs are exported as `run`'s are
+    clock = SystemClock(env)
+    ctx = RunContext(control, secret, clock, print_line, env, runner=runner_id(repo), trace=trace)
+    try:
+        with GoalLock(repo.harness_dir() / "locks", goal_id):
+            before = _seen(repo, control, goal_id)
+            cell = advance_goal(repo, ctx, goal_id, extra=(record,))
+            _tell(repo, control, goal_id, before, cell, env)
+    finally:
+        if trace is not None:
+            trace.close()
     if record.statement.decision == "ship" and cell.gate == "ship_failed":
         # The detail ends with the step's own output, lines of it: each one continued.
         out.write(lines(f"the ship step failed: {cell.gate_detail or ''}"))

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import BinaryIO, TextIO
 
 from harness.commands.remote_goal import goal_ref, open_reading, page_note, reading_ledger
 from harness.errors import InvalidInput
-from harness.record.ledger import Ledger, Record
+from harness.record.ledger import Ledger
 from harness.record.locate import locate
 from harness.record.render import replay_chunks
+from harness.record.runs import checked_run
 from harness.store.fsutil import atomic_write
 
 FORMATS = ("text", "md", "json", "html")
@@ -43,16 +44,6 @@ def replay(
     return 0
 
 
-def _one_run(records: Iterable[Record], run: int) -> Iterator[Record]:
-    """Every record (each read and checked); a run the goal does not have is bad input."""
-    seen = 0
-    for record in records:
-        seen = max(seen, record.event.run)
-        yield record
-    if seen < run:
-        raise InvalidInput(f"--run: {run} (expected a run of the goal: 1 to {seen or 1})")
-
-
 def _write(
     ledger: Ledger,
     goal_id: str,
@@ -68,7 +59,7 @@ def _write(
     else:
         records = ledger.records()
         if run is not None:
-            records = _one_run(records, run)
+            records = checked_run(records, run)
         chunks = replay_chunks(records, goal_id, fmt, run)
     if out_file is None:
         for chunk in chunks:

@@ -8,6 +8,7 @@ import json
 import os
 import sys
 from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -115,18 +116,7 @@ def _run(
     as_json: bool,
 ) -> int:
     repo, secret, control = session.repo, session.secret, session.control
-    remote: Remote | None = None
-    if push is not None:
-        from harness.store.remote import Remote
-
-        remote = Remote.check(repo, push)
-        remote.fetch(control.config.branch_prefix)
-    ids = goal_ids or spread(control.goal_ids(), repo, remote)
-    misnamed = [] if goal_ids else control.misnamed_goal_files()
-    notes = [] if goal_ids else nothing_notes(control, bool(ids or misnamed), "run")
-    if not as_json:
-        err.writelines(line(f"harness: note: {note}") for note in notes)
-    outcomes = [_misnamed(stem, err, quiet=as_json) for stem in misnamed]
+    remote, ids, outcomes = _begin(session, goal_ids, push, err, as_json)
     if jobs > 1 and len(ids) > 1 and not as_json:
         options = [*(["--max-steps", str(max_steps)] if max_steps else [])]
         options += ["--push", push] if push else []
@@ -142,24 +132,31 @@ def _run(
             out.write(text)
             out.flush()
 
+    made: list[RunContext] = []  # what context() made, closed at the end (its live export)
+
     @functools.cache
     def context() -> RunContext:
         """The loop's context, made (and the loop imported) for the first goal that moves."""
         from harness.loop.context import RunContext
+        from harness.loop.otel import live_trace
         from harness.store.remote import runner_id
 
         terminal = err if err.isatty() and not as_json else None
-        return RunContext(
-            control,
-            secret,
-            clock,
-            print_line,
-            env,
-            max_steps,
-            remote,
-            runner_id(repo),
-            terminal,
+        made.append(
+            RunContext(
+                control,
+                secret,
+                clock,
+                print_line,
+                env,
+                max_steps,
+                remote,
+                runner_id(repo),
+                terminal,
+                live_trace(env, err),
+            )
         )
+        return made[0]
 
     runner_key = load_runner_key(env)  # a resting head it did not sign is signed (rest.py)
 
@@ -173,7 +170,7 @@ def _run(
             return advance_goal(repo, context(), goal_id)
         return _advance_and_tell(repo, context(), goal_id, advance_goal, None if as_json else err)
 
-    with interruptible():
+    with interruptible(), _closing_traces(made):
         for goal_id in ids:
             before = len(lines)
             outcome = _run_one(repo, goal_id, advance, err, quiet=as_json)
@@ -184,6 +181,38 @@ def _run(
             if outcome["lines"]:
                 _step_summary(env, repo, goal_id)
     return _report(outcomes, bool(lines), out, err, as_json)
+
+
+def _begin(
+    session: Session[Secret], goal_ids: list[str], push: str | None, err: TextIO, as_json: bool
+) -> tuple[Remote | None, list[str], list[dict[str, Any]]]:
+    """The remote (fetched), the goals in this runner's order, and the outcomes of goal
+    files that name no goal; notes on stderr."""
+    repo, control = session.repo, session.control
+    remote: Remote | None = None
+    if push is not None:
+        from harness.store.remote import Remote
+
+        remote = Remote.check(repo, push)
+        remote.fetch(control.config.branch_prefix)
+    ids = goal_ids or spread(control.goal_ids(), repo, remote)
+    misnamed = [] if goal_ids else control.misnamed_goal_files()
+    notes = [] if goal_ids else nothing_notes(control, bool(ids or misnamed), "run")
+    if not as_json:
+        err.writelines(line(f"harness: note: {note}") for note in notes)
+    return remote, ids, [_misnamed(stem, err, quiet=as_json) for stem in misnamed]
+
+
+@contextmanager
+def _closing_traces(made: list[RunContext]) -> Iterator[None]:
+    """The run's live export of spans, if a goal moved and one was asked for, is closed at
+    its end, however it ends (loop/otel.py: the wait is bounded)."""
+    try:
+        yield
+    finally:
+        for ctx in made:
+            if ctx.trace is not None:
+                ctx.trace.close()
 
 
 def spread(ids: list[str], repo: Repo, remote: Remote | None) -> list[str]:

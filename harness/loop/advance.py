@@ -8,6 +8,7 @@ with their decision.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from harness.errors import Busy, TrustFailure
 from harness.loop.contain.sandbox import Place, offline_refusal, resolve
@@ -29,6 +30,9 @@ from harness.store.gitrepo import Repo
 from harness.store.worktree import Worktree, ensure_worktree, open_worktree
 from harness.trust.approvals import Approval, SignedRecord, verify_record
 from harness.trust.decisions import find_decision
+
+if TYPE_CHECKING:
+    from harness.loop.otel import GoalTrace
 
 
 def _containable_goal(repo: Repo, ctx: RunContext, goal_id: str) -> Goal:
@@ -175,10 +179,16 @@ def _loaded_runner(
     paths = GoalPaths(wt.path, goal.id)
     committed = committed_view(paths)
     last: list[Event] = []
+    # With live export (loop/otel.py), the goal's tracer reads the ledger as it is loaded.
+    trace = ctx.trace.goal(goal.id) if ctx.trace is not None else None
     loaded = load(
-        paths, ctx.secret.goal_key(goal.id), committed, repair=True, on_record=_keep_last(last)
+        paths,
+        ctx.secret.goal_key(goal.id),
+        committed,
+        repair=True,
+        on_record=_reading(last, trace),
     )
-    runner = GoalRunner(ctx, goal, approval, wt, paths, loaded, lessons)
+    runner = GoalRunner(ctx, goal, approval, wt, paths, loaded, lessons, trace)
     # A kill while run N started: finished before the worktree is compared with the cell.
     started = finish_run_start(
         runner.recorder, last[0] if last else None, _unsettled(paths, loaded, committed)
@@ -192,9 +202,14 @@ def _loaded_runner(
     return runner, True
 
 
-def _keep_last(last: list[Event]) -> Callable[[Record], None]:
+def _reading(last: list[Event], trace: GoalTrace | None) -> Callable[[Record], None]:
+    """What sees each record as the goal loads: `last` keeps the last event; with live
+    export, the goal's tracer reads it too (sending nothing: it was recorded before)."""
+
     def keep(record: Record) -> None:
         last[:] = [record.event]
+        if trace is not None:
+            trace.seed(record)
 
     return keep
 

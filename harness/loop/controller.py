@@ -10,7 +10,7 @@ decides the same thing when it is run again. What each step's result does is the
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness import failpoints
 from harness.errors import Busy, HarnessError, Interrupted, TrustFailure
@@ -52,6 +52,9 @@ from harness.record.hydrate import GoalPaths, Loaded
 from harness.store.remote import LEASE_GRACE_S, Remote
 from harness.store.worktree import Worktree
 from harness.trust.approvals import Approval
+
+if TYPE_CHECKING:
+    from harness.loop.otel import GoalTrace
 
 MAX_SHORT_LINES = 20  # expect.globs shortfalls recorded in one done.blocked
 
@@ -113,6 +116,7 @@ class GoalRunner:
         paths: GoalPaths,
         loaded: Loaded,
         lessons: Sequence[Lesson] = (),
+        trace: GoalTrace | None = None,
     ) -> None:
         self.ctx, self.goal, self.wt, self.paths = ctx, goal, worktree, paths
         self.approval = approval  # the run approval of these goal bytes, if there is one
@@ -127,6 +131,7 @@ class GoalRunner:
             redactor=ctx.redactor,
             publish=_publisher(ctx.remote, worktree),
             signer=ctx.runner_key,
+            trace=trace,
         )
         self.lessons = tuple(lessons)
         self.steps_run = 0

@@ -11,7 +11,7 @@ import hashlib
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness import failpoints
 from harness.loop.clock import Clock
@@ -26,6 +26,9 @@ from harness.store.worktree import Worktree
 from harness.trust.checkpoint import signed_checkpoint
 from harness.trust.redact import NO_SECRETS, Redactor
 from harness.trust.runnerkey import RunnerKey
+
+if TYPE_CHECKING:
+    from harness.loop.otel import GoalTrace
 
 TEXT_FIELD_BYTES = 12_000
 
@@ -57,6 +60,7 @@ class Recorder:
         redactor: Redactor = NO_SECRETS,
         publish: Callable[[], None] | None = None,
         signer: RunnerKey | None = None,
+        trace: GoalTrace | None = None,
     ) -> None:
         self.goal_id, self.key, self.clock, self.print_line = goal_id, key, clock, print_line
         self.wt, self.paths = worktree, paths
@@ -75,6 +79,8 @@ class Recorder:
         self.fresh: str | None = None
         self.redactor = redactor  # the run's own (RunContext.redactor), else no secrets known
         self.signer = signer  # this runner's key: each checkpoint is signed with it
+        # With live export (loop/otel.py), the spans of ended steps go with the printed lines.
+        self.trace = trace
 
     def emit(
         self, type: EventType, step: StepName | None, iteration: int, data: Mapping[str, Any]
@@ -87,8 +93,11 @@ class Recorder:
         position = Position(record.event.seq, record.hash)
         self.cell = apply(self.cell, record.event, position)
         self.report.add(record.event)
+        if self.trace is not None:
+            self.trace.add(record)
         if self.publish is None:
             self.print_line(text_line(record.event))
+            self._release_spans()
         else:
             self.unpublished.append(text_line(record.event))
 
@@ -131,10 +140,18 @@ class Recorder:
         lines, self.unpublished = self.unpublished, []
         for line in lines:
             self.print_line(line)
+        self._release_spans()
 
     def drop_unpublished_lines(self) -> None:
-        """The run lost the goal to another runner: its unpushed events are dropped too."""
+        """The run lost the goal to another runner: its unpushed events are dropped too,
+        and so are the spans they ended."""
         self.unpublished.clear()
+        if self.trace is not None:
+            self.trace.drop()
+
+    def _release_spans(self) -> None:
+        if self.trace is not None:
+            self.trace.release()
 
     def gate(
         self, status: Status, reason: GateReason, detail: str, more: Mapping[str, str] = {}

@@ -85,6 +85,8 @@ def spend_data(cell: Cell, usage: Usage, prices: Prices | None = None) -> dict[s
         else:
             evidence.append(f"{list(tokens)} tokens, no prices in the config: cost 0")
     data: dict[str, Any] = {"cost_usd": float(cost), "turns": int(usage.turns or 0)}
+    if tokens is not None:
+        data["tokens"] = list(tokens)  # this build's own, as counted (trace.md)
     if evidence:
         data["spend_evidence"] = "; ".join(evidence)[:1000]
     if usage.session:

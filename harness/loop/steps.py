@@ -48,6 +48,9 @@ ALWAYS_SCRUBBED = (
     "SSH_AUTH_SOCK",
     "GPG_AGENT_INFO",
 )
+# The runner's own OpenTelemetry exporter (loop/otel.py): where its collector is and the
+# credentials it sends there (`OTEL_EXPORTER_OTLP_HEADERS`, client keys) are not a step's.
+SCRUBBED_PREFIXES = ("OTEL_EXPORTER_OTLP_",)
 # A child that inherits these would read or write another repository than its cwd's.
 GIT_LOCATION_VARS = GIT_LOCATING
 GRACE_S = 2.0
@@ -69,12 +72,19 @@ class StepResult:
     signal: str | None = None  # the signal that ended it (`SIGKILL`: the OOM killer, say)
 
 
+def scrubbed(name: str) -> bool:
+    """Whether a variable never reaches a child, whatever the configuration says."""
+    return name in ALWAYS_SCRUBBED or name.startswith(SCRUBBED_PREFIXES)
+
+
 def child_env(
     base: Mapping[str, str], scrub: Iterable[str], extra: Mapping[str, str]
 ) -> dict[str, str]:
     """`base` minus every secret-bearing and repo-locating name, plus `extra`."""
-    removed = {*ALWAYS_SCRUBBED, *GIT_LOCATION_VARS, *scrub}
-    env = {name: value for name, value in base.items() if name not in removed}
+    removed = {*GIT_LOCATION_VARS, *scrub}
+    env = {
+        name: value for name, value in base.items() if name not in removed and not scrubbed(name)
+    }
     env.update(extra)
     return env
 
@@ -371,7 +381,7 @@ def _start(
     prepare: Prepare | None = None,
 ) -> subprocess.Popen[bytes]:
     # Scrub again here, whatever the caller built: the secret never reaches a child.
-    safe_env = {name: value for name, value in env.items() if name not in ALWAYS_SCRUBBED}
+    safe_env = {name: value for name, value in env.items() if not scrubbed(name)}
     with tempfile.TemporaryFile() as stdin_file:
         stdin_file.write(stdin)
         stdin_file.seek(0)

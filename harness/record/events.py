@@ -188,6 +188,9 @@ class StepFinished(TypedDict):
     reported_cost_usd: NotRequired[float | None]
     reported_turns: NotRequired[int | None]
     reported_tokens: NotRequired[list[int]]  # the session's token totals (codex)
+    # This build's own tokens as counted: [input (cached included), cached input, output];
+    # absent when its agent reported none, and in records written before they were kept.
+    tokens: NotRequired[list[int]]
     spend_evidence: NotRequired[str]  # how the spend was told apart (docs/specs/agents.md)
     summary: NotRequired[str | None]
     agent_error: NotRequired[str | None]

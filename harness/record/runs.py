@@ -7,12 +7,25 @@ one-shot goal has no rows, so its reports are as before.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
+from harness.errors import InvalidInput
 from harness.record.events import AGENT_STEPS
-from harness.record.ledger import Event
+from harness.record.ledger import Event, Record
 
 MAX_RUNS = 30
+
+
+def checked_run(records: Iterable[Record], run: int) -> Iterator[Record]:
+    """Every record (each read and checked), for a command that shows run `run` of them
+    (`replay --run`, `trace --run`); a run the goal does not have is bad input."""
+    seen = 0
+    for record in records:
+        seen = max(seen, record.event.run)
+        yield record
+    if seen < run:
+        raise InvalidInput(f"--run: {run} (expected a run of the goal: 1 to {seen or 1})")
 
 
 @dataclass

@@ -173,8 +173,9 @@ def test_a_teams_first_week_as_written(tmp_path: Path, hook: Hook) -> None:
     assert "parked_at_eyes gate=ship" in said["night1"] and " started sha256=" in said["night1"]
     assert "nothing to run: nightly-digest waits for a decision" in said["tick3"]
     assert "nightly-digest parked_at_eyes" in said["tuesday"]
-    assert "signed .harness/runners (1 runner(s): runner-1) as alice@example.com" in (
-        said["monday_runners"]
+    assert (
+        "signed .harness/runners (1 runner(s): runner-1) as alice@example.com"
+        in (said["monday_runners"])
     )
     assert "(verified by runner runner-1 (SHA256:" in said["tuesday"]
     assert "ok nightly-digest: " in said["tuesday"] and "unverified" not in said["tuesday"]

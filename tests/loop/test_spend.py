@@ -72,6 +72,8 @@ def test_codex_resumed_thread_counts_each_build_once() -> None:
         [2000, 0, 100],
     )
     assert second["spend_evidence"].endswith("priced [1000, 0, 50] tokens with the config's prices")
+    # Each build's own tokens, the session total's earlier part subtracted (trace.md).
+    assert first["tokens"] == second["tokens"] == [1000, 0, 50]
 
 
 def test_codex_totals_that_shrank_are_taken_whole() -> None:

@@ -72,6 +72,14 @@ SECRET_BASE = {
     "MY_TOKEN": "leak",
     "KEEP_ME": "kept",
 }
+# The runner's OpenTelemetry exporter: its collector and the credentials it sends there.
+OTEL_BASE = {
+    "OTEL_EXPORTER_OTLP_ENDPOINT": "http://user:leak@collector:4318",
+    "OTEL_EXPORTER_OTLP_HEADERS": "authorization=leak",
+    "OTEL_EXPORTER_OTLP_TRACES_HEADERS": "x-token=leak",
+    "OTEL_EXPORTER_OTLP_CLIENT_KEY": "/keys/leak.pem",
+    "OTEL_SERVICE_NAME": "kept",  # not the exporter's: a step's own tools may read it
+}
 
 
 def test_child_env_drops_secrets_git_location_and_scrub_list() -> None:
@@ -91,8 +99,14 @@ def test_child_process_never_sees_secrets(tmp_path: Path) -> None:
 
 def test_run_step_scrubs_secrets_even_when_caller_passes_them(tmp_path: Path) -> None:
     argv = _script(tmp_path, "import json, os; print(json.dumps(sorted(os.environ)))")
-    seen = json.loads(run_step(argv, tmp_path, SECRET_BASE, b"", 20).stdout_tail)
+    seen = json.loads(run_step(argv, tmp_path, SECRET_BASE | OTEL_BASE, b"", 20).stdout_tail)
     assert not set(ALWAYS_SCRUBBED) & set(seen)
+    assert [name for name in seen if name.startswith("OTEL_")] == ["OTEL_SERVICE_NAME"]
+
+
+def test_child_env_drops_the_runner_s_otlp_exporter_settings() -> None:
+    env = child_env(BASE_ENV | OTEL_BASE, [], {})
+    assert env == {**BASE_ENV, "OTEL_SERVICE_NAME": "kept"}
 
 
 # --- stdin, cwd, exit codes ------------------------------------------------------------

@@ -12,13 +12,16 @@ from harness.record.events import EVENT_DATA, EVENT_TYPES, GATE_WORDS, STATUSES,
 from harness.record.fold import FOLD
 from harness.record.render import DESCRIBE
 from harness.record.report.collect import HANDLERS
+from harness.record.traceattrs import EVENT_ATTRIBUTES
 from tests.eventdata import ledger_problems, problems
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.parametrize(
-    "table", [FOLD, DESCRIBE, HANDLERS, EVENT_DATA], ids=["fold", "describe", "html", "data"]
+    "table",
+    [FOLD, DESCRIBE, HANDLERS, EVENT_DATA, EVENT_ATTRIBUTES],
+    ids=["fold", "describe", "html", "data", "trace"],
 )
 def test_every_consumer_table_covers_every_event_type(table: Mapping[EventType, object]) -> None:
     assert sorted(table) == sorted(EVENT_TYPES)
