@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from harness.errors import Busy, TrustFailure
-from harness.loop.contain.sandbox import Place, offline_refusal, resolve
+from harness.loop.contain.place import Place
+from harness.loop.contain.sandbox import offline_refusal, resolve
 from harness.loop.context import RunContext
 from harness.loop.control import Control
 from harness.loop.controller import GoalRunner

@@ -21,7 +21,8 @@ from harness.errors import TrustFailure
 from harness.loop.agents import Meter, Usage, read_report_file
 from harness.loop.binding import same_tree
 from harness.loop.contain.layer import LayerFailure
-from harness.loop.contain.sandbox import Contained, Place, Sandbox, contain, resolve
+from harness.loop.contain.place import Place
+from harness.loop.contain.sandbox import Contained, Sandbox, contain, resolve
 from harness.loop.context import RunContext
 from harness.loop.guards import ChildRecord
 from harness.loop.progress import Progress, progress_text

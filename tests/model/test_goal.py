@@ -264,7 +264,7 @@ SCHEMA_CASES: list[tuple[dict[str, object], str]] = [
     (
         {"halt.max": 1},
         "halt: unknown key 'max' (expected one of no_progress_passes, max_passes, "
-        "unavailable_tries, unavailable_backoff, stale_after)",
+        "unavailable_tries, unavailable_backoff, stale_after, on_denied_egress)",
     ),
     ({"expect.dirs": []}, "expect: unknown key 'dirs' (expected one of files, globs)"),
     ({"version": DELETE}, "version: required key is missing (expected 1)"),
