@@ -183,7 +183,7 @@ def _loaded_runner(
     )
     if not started or (runner.cell.status not in TERMINAL and not runner.bound()):
         return runner, False
-    owed = settle_owed(runner.recorder, last[0] if last else None)
+    owed = settle_owed(runner.recorder, last[0] if last else None, goal.halt)
     status = runner.cell.status
     if not owed and status in TERMINAL | WAITING and _unsettled(paths, loaded, committed):
         runner.recorder.checkpoint(f"rolled forward to {status}")

@@ -131,7 +131,9 @@ def allowlist_from(raw: object, source: str, key: str) -> Allowlist:
     if len(raw) > MAX_ALLOWED:
         problem = f"names {len(raw)} entries"
         raise invalid(source, key, problem, f"at most {MAX_ALLOWED} entries")
-    entries = [destination_from(entry, source, f"{key}[{index}]") for index, entry in enumerate(raw)]
+    entries = [
+        destination_from(entry, source, f"{key}[{index}]") for index, entry in enumerate(raw)
+    ]
     return Allowlist(tuple(dict.fromkeys(entries)))
 
 

@@ -19,7 +19,6 @@ from harness.trust.secret import ENV_SECRET_FILE, default_secret_file
 _PRIVATE = (".ssh", ".gnupg")  # in the runner's home: keys a step must never read
 
 
-
 @dataclass(frozen=True)
 class Place:
     """The paths one goal's step sees, keeps or must not see."""

@@ -30,10 +30,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.errors import InvalidInput, TrustFailure, invalid
+from harness.loop.contain.egress import (
+    INSIDE,
+    EgressProxy,
+    egress_proxy,
+    forwarder_argv,
+    proxy_env,
+)
 from harness.loop.contain.layer import Mounter, layer_of
 from harness.loop.contain.place import Place
 from harness.loop.contain.sockets import hide_bound, hide_run
 from harness.model.config import SANDBOX_MODES, SandboxMode
+from harness.model.network import Allowlist
 from harness.record.events import Containment
 
 ENV_SANDBOX = "HARNESS_SANDBOX"
@@ -118,14 +126,18 @@ def notice(configured: SandboxMode | None, env: Mapping[str, str]) -> str | None
 
 
 def offline_refusal(sandbox: Sandbox, offline: Sequence[str], source: str) -> TrustFailure | None:
-    """A goal with steps that say `network: false` cannot run them uncontained: bare, the
-    step would have the network the goal said it must not have."""
+    """A goal with steps that say `network: false` or name an allowlist cannot run them
+    uncontained: bare, the step would have the network the goal said it must not have.
+    `offline`: `Goal.offline_steps()`, as `build.network: false` or `build.network.allow`."""
     if sandbox.on or not offline:
         return None
-    keys = ", ".join(f"{step}.network" for step in offline)
+    off = [word.removesuffix(": false") for word in offline if word.endswith(": false")]
+    named = ([", ".join(off) + ": false"] if off else []) + [
+        w for w in offline if w[-6:] == ".allow"
+    ]
     fix = "name sandbox: auto or required in .harness/config.yaml" if sandbox.mode == "off" else FIX
     return TrustFailure(
-        f"{source}: {keys}: false needs the sandbox, but {sandbox.describe()}; {fix}"
+        f"{source}: {', '.join(named)} needs the sandbox, but {sandbox.describe()}; {fix}"
     )
 
 
@@ -225,10 +237,12 @@ def bwrap_argv(
     work: Path,
     scratch: Path | None,
     network: bool = True,
+    egress: Path | None = None,
 ) -> list[str]:
     """`argv` under bwrap: `work` (the worktree itself or a throw-away layer) is mounted
     writable at the worktree's path; everything else as the module docstring says. Without
-    `network`, the step has a network namespace of its own (only its own loopback)."""
+    `network`, the step has a network namespace of its own (only its own loopback); with
+    `egress` too, the proxy's socket is bound in read-only (`egress.py`)."""
     worktree = os.fspath(place.worktree.resolve())
     home = place.home()
     args = [bwrap, *_base_args(_identity(bwrap)[0]), *([] if network else ["--unshare-net"])]
@@ -250,6 +264,8 @@ def bwrap_argv(
         args += hide_bound((bind.source, bind.target) for bind in binds)
     if scratch is not None:
         args += ["--bind", os.fspath(scratch), os.fspath(scratch)]
+    if egress is not None and not network:
+        args += ["--ro-bind", os.fspath(egress), INSIDE]
     args += ["--bind", os.fspath(work), worktree, "--chdir", worktree]
     return [*args, "--", *argv]
 
@@ -285,6 +301,7 @@ class Contained:
     host_env: dict[str, str] = field(default_factory=dict)  # for reading its records
     bwrap: bool = False  # `argv` runs the command under bwrap (steps.run_step's `bwrap`)
     prepare: Mounter | None = None  # mounts the layer's overlay (steps.run_step's `prepare`)
+    egress: EgressProxy | None = None  # the step's proxy, when its goal names an allowlist
 
     @property
     def records_env(self) -> dict[str, str]:
@@ -315,12 +332,14 @@ def contain(
     scratch: Path | None = None,
     keep: Sequence[str] = (),
     network: bool = True,
+    allow: Allowlist | None = None,
 ) -> Iterator[Contained]:
     """The step's argv and env, contained when the sandbox is on. A read-only step works on
     a throw-away layer over the worktree (`layer.py`: an overlay or a copy), removed
     afterwards; the files named in `keep` (a
     JUnit report) are copied back into the worktree first, so the harness reads them where
-    it always has."""
+    it always has. With `allow` (and `network` false) the step's only way out is its own
+    egress proxy (`egress.py`), whose record `Contained.egress` reads."""
     with contextlib.ExitStack() as stack:
         if not writable:  # a fresh empty home (Place.home), contained or not
             fresh = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="harness-home-")))
@@ -335,11 +354,19 @@ def contain(
         check = _check_argv(sandbox.bwrap, _identity(sandbox.bwrap)[0]) if sandbox.overlay else None
         layer = None if writable else stack.enter_context(layer_of(place.worktree, overlay=check))
         work = place.worktree if layer is None else layer.work
-        full = bwrap_argv(sandbox.bwrap, place, argv, work=work, scratch=scratch, network=network)
+        proxy = None
+        inner, inner_env = list(argv), contained_env(env, place)
+        if allow is not None and not network:
+            proxy = stack.enter_context(egress_proxy(allow, env))
+            inner, inner_env = forwarder_argv(inner), inner_env | proxy_env(allow)
+        egress = None if proxy is None else proxy.socket
+        full = bwrap_argv(
+            sandbox.bwrap, place, inner, work=work, scratch=scratch, network=network, egress=egress
+        )
         shown = None if layer is None else layer.folder
         prepare = None if layer is None else layer.prepare
         host = _host_env(place, env)
-        yield Contained(full, contained_env(env, place), shown, host, bwrap=True, prepare=prepare)
+        yield Contained(full, inner_env, shown, host, True, prepare, proxy)
         if layer is not None:
             for rel in keep:
                 _copy_out(layer.written, place.worktree, rel)
