@@ -1,7 +1,8 @@
 """`harness diff`: the goal's code change, without `ledger/`, exactly as git prints it.
 
 `harness diff g` is `git diff <base> <gate commit> -- . ':!ledger'`; `--iteration N` is what
-build N changed; `--stat` is git's `--stat`; `--json` names the commits, each file's line
+build N changed; `--stat` is git's `--stat`, then a line per step with an allowlist saying
+what it reached (sandbox.md, "Egress by name"); `--json` names the commits, each file's line
 counts and the patch, for tools. The commits come from the verified ledger (record/changes).
 """
 
@@ -16,6 +17,7 @@ from typing import Any, BinaryIO, TextIO
 from harness.commands.remote_goal import goal_ref, open_reading, reading_ledger
 from harness.errors import InvalidInput
 from harness.record.changes import Changes, goal_changes
+from harness.record.egress import stat_lines
 from harness.record.locate import locate
 from harness.store.gitenv import git_reason
 from harness.store.gitrepo import Repo, run_git
@@ -39,6 +41,7 @@ def diff(
         with locate(s.repo, goal_id, s.control.branch(goal_id), remote_ref) as found:
             ledger = reading_ledger(found.paths.events, goal_id, s.secret, err)
             changes = goal_changes(ledger.records(), goal_id)
+            reached = stat_lines(ledger.records(), iteration) if stat and not as_json else []
         branch_head = s.repo.rev_parse(f"refs/heads/{s.control.branch(goal_id)}")
         head = branch_head or (s.repo.rev_parse(remote_ref) if remote_ref else None)
         old, new = commits(changes, goal_id, iteration, head)
@@ -48,6 +51,7 @@ def diff(
             out.write(_json(repo, goal_id, iteration, old, new))
         else:
             out.write(_git_diff(repo, ["--stat"] if stat else [], old, new))
+            out.write("".join(reached).encode())
     return 0
 
 

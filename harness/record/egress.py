@@ -9,11 +9,12 @@ own string: each is shown through the one sanitiser by whoever prints it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from harness.record.visible import one_line
+from harness.record.ledger import Record
+from harness.record.visible import line, one_line
 
 SHOWN_DENIED = 3  # hosts named in the one-line summary
 
@@ -132,10 +133,25 @@ def markdown(label: str, data: Mapping[str, Any]) -> str:
     """A step's egress as a report.md table under `label` (empty for no allowlist)."""
     if attempts(data) is None:
         return ""
-    head = f"Egress of {label}: {summary(data)}\n\n"
+    said = (summary(data) or "").removeprefix("egress: ")
+    head = f"Egress of {one_line(label)}: {said}\n\n"
     rows = table_rows(data)
     if not rows:
         return head
     lines = ["| destination | verdict | tries | sent | received |", "|---|---|---|---|---|"]
     lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in rows]
-    return head + "\n".join(lines) + "\n\n"
+    return head + "\n".join(lines) + "\n"
+
+
+def stat_lines(records: Iterable[Record], iteration: int | None) -> list[str]:
+    """`harness diff --stat`'s lines after git's: each step with an allowlist (of build
+    `iteration`'s round, or of the whole goal) and what it reached."""
+    found = []
+    for record in records:
+        event = record.event
+        if event.type != "step.finished" or iteration not in (None, event.iteration):
+            continue
+        said = summary(event.data)
+        if said is not None:
+            found.append(line(f"{event.step}[{event.iteration}] {said}"))
+    return found

@@ -168,6 +168,18 @@ def test_a_build_reaches_only_what_its_allowlist_names(
     assert "egress" not in _finished(repo, "judge")  # the judge shares the network
     assert repo.harness("replay", "g1", check=0).stdout == run.stdout
     assert ledger_problems(repo.root) == []  # the new keys are declared event data
+    # the reports and diff --stat show the same, a table per step
+    stat = repo.harness("diff", "g1", "--stat", check=0).stdout
+    assert stat.endswith(  # git's own --stat first, as before
+        " 2 files changed, 2 insertions(+)\nbuild[1] egress: 1 allowed, 3 denied: 127.0.0.1, b.test\n"
+    )
+    md = repo.harness("replay", "g1", "--format", "md", check=0).stdout
+    assert md == (repo.ledger_dir / "report.md").read_text()
+    assert "Egress of build[1]: 1 allowed, 3 denied: 127.0.0.1, b.test\n" in md
+    assert f"| 127.0.0.1:{b} | denied (is not in this step's network allowlist) | 2 | 0 | 0 |" in md
+    page = repo.harness("replay", "g1", "--format", "html", check=0).stdout
+    assert page.count('<table class="egress">') == 1
+    assert f'<tr class="egress-denied"><td>b.test:{b}</td>' in page
 
 
 @needs_bwrap
@@ -178,7 +190,9 @@ def test_a_denied_connection_parks_the_goal_when_its_halt_says_so(
     run = repo.harness("run", check=0)
     status = repo.status()
     assert (status["status"], status["gate"]) == ("parked_at_eyes", "egress_denied")
-    assert "parked_at_eyes gate=egress_denied (build[1] tried to reach what its network" in run.stdout
+    assert (
+        "parked_at_eyes gate=egress_denied (build[1] tried to reach what its network" in run.stdout
+    )
     assert repo.count("judge") == []  # parked before the judge ran
     repo.harness("run", check=0)  # a run alone leaves it parked
     assert repo.status()["gate"] == "egress_denied"
