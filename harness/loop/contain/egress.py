@@ -66,7 +66,7 @@ def proxy_env(allow: Allowlist) -> dict[str, str]:
     return {"NO_PROXY": kept, "no_proxy": kept}
 
 
-def test_resolve(env: Mapping[str, str]) -> dict[str, list[str]]:
+def resolve_hook(env: Mapping[str, str]) -> dict[str, list[str]]:
     """`HARNESS_EGRESS_RESOLVE`: names the proxy resolves to the addresses given."""
     mapping: dict[str, list[str]] = {}
     for item in filter(None, env.get(ENV_RESOLVE, "").split(",")):
@@ -142,7 +142,7 @@ class EgressProxy:
 @contextlib.contextmanager
 def egress_proxy(allow: Allowlist, env: Mapping[str, str]) -> Iterator[EgressProxy]:
     """A running proxy for one step; ended (and its folder removed) when the step is."""
-    proxy = EgressProxy(allow, test_resolve(env))
+    proxy = EgressProxy(allow, resolve_hook(env))
     try:
         proxy.start()
         yield proxy
