@@ -17,6 +17,7 @@ from harness.record.ledger import Record
 from harness.record.visible import line, one_line
 
 SHOWN_DENIED = 3  # hosts named in the one-line summary
+_HEX_OR_COLON = "0123456789abcdefABCDEF:."
 
 
 @dataclass(frozen=True)
@@ -34,7 +35,9 @@ class Attempt:
 
     @property
     def where(self) -> str:
-        host = f"[{self.host}]" if ":" in self.host else self.host
+        """`host:port`, an IPv6 address in brackets; `host` alone for a port-less entry."""
+        v6 = ":" in self.host and not self.host.strip(_HEX_OR_COLON)
+        host = f"[{self.host}]" if v6 else self.host
         return one_line(f"{host}:{self.port}" if self.port else host)
 
 
@@ -134,7 +137,7 @@ def markdown(label: str, data: Mapping[str, Any]) -> str:
     if attempts(data) is None:
         return ""
     said = (summary(data) or "").removeprefix("egress: ")
-    head = f"Egress of {one_line(label)}: {said}\n\n"
+    head = f"Egress of {one_line(label)}: {said}\n\n".replace("|", "\\|")
     rows = table_rows(data)
     if not rows:
         return head

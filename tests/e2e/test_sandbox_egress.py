@@ -201,6 +201,22 @@ def test_a_denied_connection_parks_the_goal_when_its_halt_says_so(
     assert repo.status()["status"] == "completed"
 
 
+@needs_bwrap
+def test_a_kill_before_the_gate_parks_on_the_next_run(
+    tmp_path: Path, owner_key: OwnerKey, servers: tuple[int, int], abstract_socket: str
+) -> None:
+    # The third commit records the build's result; the harness dies before its gate.
+    repo = _repo(tmp_path, owner_key, servers, abstract_socket, halt={"on_denied_egress": "park"})
+    killed = repo.harness("run", env=repo.env | {"HARNESS_FAILPOINT": "after_commit@3"})
+    assert killed.returncode == -9
+    assert [e["type"] for e in _events(repo)][-1] == "step.finished"
+    repo.harness("run", check=0)  # owes the gate: appended before anything else runs
+    status = repo.status()
+    assert (status["status"], status["gate"]) == ("parked_at_eyes", "egress_denied")
+    started = [e["step"] for e in _events(repo) if e["type"] == "step.started"]
+    assert started == ["build"] and repo.count("judge") == []  # the build was not run again
+
+
 def test_without_the_sandbox_an_allowlist_refuses(
     tmp_path: Path, owner_key: OwnerKey, servers: tuple[int, int], abstract_socket: str
 ) -> None:

@@ -132,4 +132,7 @@ def test_network_must_be_true_or_false(
     proc = repo.harness("check", "g1")
     assert proc.returncode == 2, proc.stderr
     said = proc.stdout + proc.stderr
-    assert "goals/g1.yaml: build.network: got a string 'no' (expected true (the default), false" in said
+    assert (
+        "goals/g1.yaml: build.network: got a string 'no' (expected true (the default), false"
+        in said
+    )

@@ -656,7 +656,7 @@ def test_budget_refuses_a_limit_that_would_grant_a_fresh_allowance(
         {"unavailable_backoff_s": 0},
     ],
 )
-def test_halt_refuses_a_non_positive_value(changes: dict[str, int]) -> None:
+def test_halt_refuses_a_non_positive_value(changes: dict[str, Any]) -> None:
     with pytest.raises(ValueError, match=next(iter(changes))):
         Halt(**{"no_progress_passes": 2, "max_passes": 50, **changes})
 
