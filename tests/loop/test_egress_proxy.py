@@ -53,8 +53,8 @@ def _proxy(entries: list[str], env: dict[str, str] | None = None) -> EgressProxy
 def _ask(socket_path: Path, head: bytes, then: bytes = b"") -> bytes:
     """Send a request head (and `then`) through the proxy's socket; all it answers."""
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.connect(os.fspath(socket_path))  # blocking: waits while the backlog is full
         sock.settimeout(10)
-        sock.connect(os.fspath(socket_path))
         answer = b""
         try:
             sock.sendall(head + then)

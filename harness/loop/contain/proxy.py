@@ -11,19 +11,25 @@ whose addresses are the runner's own (loopback, link-local, unspecified) is refu
 the address itself is listed, so a listed name cannot be turned into a way to the runner's
 services. Every attempt is counted per destination and verdict, with the bytes each way.
 
+A thread per connection (and one more while it relays), the bytes moved by the kernel
+(`os.splice` through a pipe) where it can: the standard library alone, no asyncio, so the
+proxy is ready in a few tens of milliseconds and costs a step little (performance.md,
+`egress_overhead`, `egress_start`).
+
 Bounds, since the step is hostile: a request head of at most 16 KiB read within 30 s, at
 most 256 connections at a time, 40 destinations itemised (the rest counted), connecting
 within 30 s. Nothing a step sends can end the proxy: a handler's failure closes its own
 connection. When its standard input closes (the step has ended, or the harness has died)
-it stops, prints its record as one JSON document and exits.
+it stops, closes every connection, prints its record as one JSON document and exits.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import ipaddress
 import json
+import os
+import selectors
 import socket
 import sys
 import threading
@@ -84,12 +90,23 @@ class Tally:
 
 @dataclass
 class Ledger:
-    """Every attempt, bounded: MAX_DESTINATIONS tallies, then counts per verdict."""
+    """Every attempt, bounded: MAX_DESTINATIONS tallies, then counts per verdict. The
+    connections' threads update it under `lock`."""
 
     tallies: dict[tuple[str, int, str], Tally] = field(default_factory=dict)
     more: dict[str, int] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
 
     def attempt(self, host: str, port: int, verdict: str, why: str = "") -> Tally:
+        with self.lock:
+            return self._attempt(host, port, verdict, why)
+
+    def add(self, tally: Tally, name: str, count: int) -> None:
+        """`count` more of `name` (sent, received, failed) on `tally`."""
+        with self.lock:
+            setattr(tally, name, getattr(tally, name) + count)
+
+    def _attempt(self, host: str, port: int, verdict: str, why: str) -> Tally:
         shown = host if len(host) <= MAX_SHOWN_HOST else "…" + host[-(MAX_SHOWN_HOST - 1) :]
         key = (shown, port, verdict)
         tally = self.tallies.get(key)
@@ -189,60 +206,80 @@ class Proxy:
         self.allow = allow
         self.resolve = {normal_host(name): tuple(addrs) for name, addrs in resolve.items()}
         self.ledger = Ledger()
-        self.open = 0
+        self.open: set[socket.socket] = set()  # every socket of a connection being served
+        self.serving = 0  # connections from the step being served
+        self.lock = threading.Lock()
+        self.stopping = False
 
-    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        if self.open >= MAX_CONNECTIONS:
+    def take(self, conn: socket.socket) -> None:
+        """A new connection from the step: served on a thread of its own, or refused at
+        once past MAX_CONNECTIONS."""
+        with self.lock:
+            busy = self.stopping or self.serving >= MAX_CONNECTIONS
+            if not busy:
+                self.open.add(conn)
+                self.serving += 1
+        if busy:
             self.ledger.attempt(BUSY, 0, "denied", "too many connections at once")
-            writer.close()
+            conn.close()
             return
-        self.open += 1
+        threading.Thread(target=self.handle, args=(conn,), daemon=True).start()
+
+    def handle(self, conn: socket.socket) -> None:
+        upstream: socket.socket | None = None
         try:
-            await self.serve(reader, writer)
+            upstream = self.serve(conn)
         except Exception:  # a step's connection never ends the proxy
             pass
         finally:
-            self.open -= 1
-            writer.close()
+            for sock in (conn, upstream):
+                if sock is not None:
+                    self.forget(sock)
+            with self.lock:
+                self.serving -= 1
 
-    async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    def forget(self, sock: socket.socket) -> None:
+        with self.lock:
+            self.open.discard(sock)
+        sock.close()
+
+    def serve(self, conn: socket.socket) -> socket.socket | None:
+        """One request, answered or relayed; the upstream socket it opened, if any."""
         try:
-            head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), HEAD_TIMEOUT_S)
-            request = parse_head(head[:-4])
-        except (BadRequest, asyncio.LimitOverrunError, asyncio.IncompleteReadError, TimeoutError):
+            head, rest = _read_head(conn)
+            request = parse_head(head)
+        except (BadRequest, OSError):
             self.ledger.attempt(UNREADABLE, 0, "denied", "not an HTTP proxy request")
-            await _answer(writer, 400, "harness: not an HTTP proxy request")
-            return
+            _answer(conn, 400, "harness: not an HTTP proxy request")
+            return None
         host, port = request.host, request.port
         why = self.refusal(host, port)
         try:
-            addresses = [] if why else await self.addresses(host, port)
+            addresses = [] if why else self.addresses(host, port)
         except Denied as exc:
             why = str(exc)
-        except (OSError, TimeoutError) as exc:  # the name does not resolve
-            self.ledger.attempt(host, port, "allowed").failed += 1
-            await _answer(writer, 502, f"harness: {host}:{port}: {exc or 'no answer'}")
-            return
+        except OSError as exc:  # the name does not resolve
+            self.ledger.add(self.ledger.attempt(host, port, "allowed"), "failed", 1)
+            _answer(conn, 502, f"harness: {host}:{port}: {exc}")
+            return None
         if why:
             self.ledger.attempt(host, port, "denied", why)
-            await _answer(writer, 403, f"harness: {host}:{port} {why}")
-            return
+            _answer(conn, 403, f"harness: {host}:{port} {why}")
+            return None
         tally = self.ledger.attempt(host, port, "allowed")
         try:
-            upstream_reader, upstream = await _connect(addresses, port)
+            upstream = self.connect(addresses, port)
         except OSError as exc:
-            tally.failed += 1
-            await _answer(writer, 502, f"harness: {host}:{port}: {exc}")
-            return
-        try:
-            if request.connect:
-                writer.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
-            else:
-                upstream.write(request.head)
-                tally.sent += len(request.head)
-            await _relay(reader, writer, upstream_reader, upstream, tally)
-        finally:
-            upstream.close()
+            self.ledger.add(tally, "failed", 1)
+            _answer(conn, 502, f"harness: {host}:{port}: {exc}")
+            return None
+        if request.connect:
+            conn.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
+        first = rest if request.connect else request.head + rest
+        upstream.sendall(first)
+        self.ledger.add(tally, "sent", len(first))
+        self.relay(conn, upstream, tally)
+        return upstream
 
     def refusal(self, host: str, port: int) -> str:
         """Why the request is refused before anything is resolved ("" when it may go on)."""
@@ -252,7 +289,7 @@ class Proxy:
             return "is not in this step's network allowlist"
         return ""
 
-    async def addresses(self, host: str, port: int) -> list[IpAddress]:
+    def addresses(self, host: str, port: int) -> list[IpAddress]:
         """Where a listed host may be reached; `Denied` when every address it resolves to
         is the runner's own and none of those is listed."""
         literal = ip_literal(host)
@@ -260,94 +297,132 @@ class Proxy:
             return [literal]  # listed as itself: allows() checked it
         if host in self.resolve:  # the runner's own mapping (the test hook)
             return [address for a in self.resolve[host] if (address := ip_literal(a))]
-        loop = asyncio.get_running_loop()
-        found = await asyncio.wait_for(
-            loop.getaddrinfo(host, port, type=socket.SOCK_STREAM), CONNECT_TIMEOUT_S
-        )
+        found = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
         every = list(dict.fromkeys(ip for *_, sockaddr in found if (ip := _ip(str(sockaddr[0])))))
         kept = [a for a in every if not _internal(a) or self.allow.lists_address(a, port)]
         if every and not kept:
             raise Denied(f"resolves to {every[0]}, the runner's own, which is not listed")
         return kept
 
+    def connect(self, addresses: Sequence[IpAddress], port: int) -> socket.socket:
+        """A connection to the first of `addresses` that answers, kept among `open`."""
+        error = OSError("no address")
+        for address in addresses:
+            try:
+                upstream = socket.create_connection((str(address), port), CONNECT_TIMEOUT_S)
+            except OSError as exc:
+                error = exc
+                continue
+            upstream.settimeout(None)
+            with self.lock:
+                self.open.add(upstream)
+            return upstream
+        raise error
+
+    def relay(self, conn: socket.socket, upstream: socket.socket, tally: Tally) -> None:
+        back = threading.Thread(
+            target=_pump, args=(upstream, conn, self.ledger, tally, "received"), daemon=True
+        )
+        back.start()
+        _pump(conn, upstream, self.ledger, tally, "sent")
+        back.join()
+
+    def stop(self) -> None:
+        """No more connections; every open one is ended (its threads then finish)."""
+        with self.lock:
+            self.stopping = True
+            ending = list(self.open)
+        for sock in ending:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+
 
 class Denied(Exception):
     """An allowed name that leads somewhere the allowlist does not let the step go."""
-
-
-async def _connect(
-    addresses: Sequence[IpAddress], port: int
-) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-    """A connection to the first of `addresses` that answers."""
-    error = OSError("no address")
-    for address in addresses:
-        try:
-            return await asyncio.wait_for(
-                asyncio.open_connection(str(address), port, limit=CHUNK), CONNECT_TIMEOUT_S
-            )
-        except TimeoutError:
-            error = OSError(f"{address}: no answer within {CONNECT_TIMEOUT_S:.0f}s")
-        except OSError as exc:
-            error = exc
-    raise error
 
 
 def _ip(text: str) -> IpAddress | None:
     return ip_literal(text.split("%", 1)[0])
 
 
-async def _answer(writer: asyncio.StreamWriter, code: int, text: str) -> None:
+def _read_head(conn: socket.socket) -> tuple[bytes, bytes]:
+    """The request head (without its blank line) and what came after it, read within
+    HEAD_TIMEOUT_S and HEAD_LIMIT; BadRequest for anything else."""
+    conn.settimeout(HEAD_TIMEOUT_S)
+    data = b""
+    while b"\r\n\r\n" not in data:
+        if len(data) > HEAD_LIMIT:
+            raise BadRequest("a request head over 16 KiB")
+        chunk = conn.recv(HEAD_LIMIT)
+        if not chunk:
+            raise BadRequest("the request head ended early")
+        data += chunk
+    conn.settimeout(None)
+    head, _, rest = data.partition(b"\r\n\r\n")
+    if len(head) > HEAD_LIMIT:
+        raise BadRequest("a request head over 16 KiB")
+    return head, rest
+
+
+def _answer(conn: socket.socket, code: int, text: str) -> None:
     reason = {400: "Bad Request", 403: "Forbidden", 502: "Bad Gateway"}[code]
     body = (text + "\n").encode("utf-8", "replace")
-    writer.write(
+    head = (
         f"HTTP/1.1 {code} {reason}\r\nContent-Type: text/plain; charset=utf-8\r\n"
-        f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode()
-        + body
+        f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
     )
     with contextlib.suppress(OSError):
-        await writer.drain()
+        conn.settimeout(HEAD_TIMEOUT_S)
+        conn.sendall(head.encode() + body)
 
 
-async def _relay(
-    step_reader: asyncio.StreamReader,
-    step: asyncio.StreamWriter,
-    far_reader: asyncio.StreamReader,
-    far: asyncio.StreamWriter,
-    tally: Tally,
+def _pump(
+    source: socket.socket, sink: socket.socket, ledger: Ledger, tally: Tally, name: str
 ) -> None:
-    async def pump(source: asyncio.StreamReader, sink: asyncio.StreamWriter, out: bool) -> None:
-        try:
-            while data := await source.read(CHUNK):
-                sink.write(data)
-                if out:
-                    tally.sent += len(data)
-                else:
-                    tally.received += len(data)
-                await sink.drain()
-            if sink.can_write_eof():
-                sink.write_eof()
-        except OSError:
-            sink.close()
-
-    await asyncio.gather(pump(step_reader, far, True), pump(far_reader, step, False))
+    """Bytes from `source` to `sink` until its end, counted as `name` on `tally`; then the
+    end is passed on. The kernel moves them (splice through a pipe) where it can."""
+    try:
+        _splice(source, sink, ledger, tally, name)
+    except OSError:
+        pass
+    finally:
+        with contextlib.suppress(OSError):
+            sink.shutdown(socket.SHUT_WR)
 
 
-async def serve(listener: socket.socket, proxy: Proxy, stop: asyncio.Event) -> None:
-    server = await asyncio.start_unix_server(proxy.handle, sock=listener, limit=HEAD_LIMIT)
-    async with server:
-        await stop.wait()
-        server.close()
-        for task in asyncio.all_tasks() - {asyncio.current_task()}:
-            task.cancel()
-        await asyncio.sleep(0)
+def _splice(
+    source: socket.socket, sink: socket.socket, ledger: Ledger, tally: Tally, name: str
+) -> None:
+    read, write = os.pipe()
+    try:
+        while True:
+            moved = os.splice(source.fileno(), write, CHUNK)
+            if not moved:
+                return
+            left = moved
+            while left:
+                left -= os.splice(read, sink.fileno(), left)
+            ledger.add(tally, name, moved)
+    finally:
+        os.close(read)
+        os.close(write)
 
 
-def _stop_on_eof(loop: asyncio.AbstractEventLoop, stop: asyncio.Event) -> None:
-    """Standard input closes when the step has ended, or when the harness has died."""
-    with contextlib.suppress(OSError):
-        while sys.stdin.buffer.read(4096):
-            pass
-    loop.call_soon_threadsafe(stop.set)
+def serve(listener: socket.socket, proxy: Proxy) -> None:
+    """Accept until standard input ends (the step has ended, or the harness has died)."""
+    listener.setblocking(False)
+    with selectors.DefaultSelector() as selector:
+        selector.register(listener, selectors.EVENT_READ)
+        selector.register(sys.stdin.fileno(), selectors.EVENT_READ)
+        while True:
+            for key, _ in selector.select():
+                if key.fileobj is listener:
+                    with contextlib.suppress(BlockingIOError, InterruptedError):
+                        conn, _ = listener.accept()
+                        conn.setblocking(True)
+                        proxy.take(conn)
+                elif not os.read(sys.stdin.fileno(), 4096):
+                    return
 
 
 def main(argv: Sequence[str]) -> int:
@@ -356,17 +431,13 @@ def main(argv: Sequence[str]) -> int:
     entries = [parse_destination(entry) for entry in config["allow"]]
     allow = Allowlist(tuple(entry for entry in entries if isinstance(entry, Destination)))
     proxy = Proxy(allow, config.get("resolve", {}))
-    listener = socket.socket(fileno=fd)
-
-    async def run() -> None:
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        threading.Thread(target=_stop_on_eof, args=(loop, stop), daemon=True).start()
-        await serve(listener, proxy, stop)
-
-    with contextlib.suppress(asyncio.CancelledError):
-        asyncio.run(run())
-    sys.stdout.write(json.dumps(proxy.ledger.as_data(), sort_keys=True) + "\n")
+    threading.stack_size(256 * 1024)
+    with socket.socket(fileno=fd) as listener:
+        serve(listener, proxy)
+    proxy.stop()
+    with proxy.ledger.lock:
+        record = proxy.ledger.as_data()
+    sys.stdout.write(json.dumps(record, sort_keys=True) + "\n")
     sys.stdout.flush()
     return 0
 
