@@ -5,6 +5,7 @@ refuses and records, and that nothing a hostile step sends ends it or grows it u
 
 from __future__ import annotations
 
+import contextlib
 import http.server
 import os
 import signal
@@ -164,6 +165,19 @@ def test_garbage_gets_400_and_the_proxy_serves_on(server: int, head: bytes) -> N
     found = _entries(record)
     assert found[("(unreadable request)", 0, "denied")]["count"] == 1
     assert found[("127.0.0.1", server, "allowed")]["count"] == 1
+
+
+def test_a_head_that_grows_past_16_kib_is_answered_at_once() -> None:
+    # Read no further than the bound: a step that sends headers for ever gets its 400 while
+    # it still sends (it has not closed its side), and the proxy holds no more of it.
+    allow = allowlist_from(["127.0.0.1:1"], "t", "a")
+    with egress_proxy(allow, {}) as proxy, socket.socket(socket.AF_UNIX) as sock:
+        sock.connect(os.fspath(proxy.socket))
+        sock.settimeout(5)
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            sock.sendall(b"CONNECT a.test:443 HTTP/1.1\r\nX: " + b"a" * 40_000)
+        answer = sock.recv(100)
+    assert answer.startswith(b"HTTP/1.1 400 Bad Request\r\n")
 
 
 def test_connections_past_the_bound_are_refused_and_counted(server: int) -> None:
