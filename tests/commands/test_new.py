@@ -234,6 +234,7 @@ def test_each_template_lets_its_build_reach_its_model_api_alone(tool: str) -> No
     assert NETWORK.format(host=API_HOSTS[tool], agent=tool) + "\n```" in page
     assert "## The network: its model API alone" in page
     example = load_yaml((ROOT / "goals" / f"example-{tool}.yaml").read_bytes(), "example")
+    assert isinstance(example, dict)
     assert example["build"]["network"] == {"allow": [API_HOSTS[tool]]}
 
 
