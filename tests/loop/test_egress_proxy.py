@@ -10,6 +10,7 @@ import http.server
 import os
 import signal
 import socket
+import subprocess
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,6 +21,7 @@ import pytest
 from harness.errors import InvalidInput
 from harness.loop.contain import proxy as proxy_module
 from harness.loop.contain.egress import EgressProxy, egress_proxy, no_proxy, resolve_hook
+from harness.loop.contain.layer import LayerFailure
 from harness.model.network import allowlist_from
 
 
@@ -246,3 +248,20 @@ def test_no_proxy_leaves_out_the_loopback_hosts_the_list_names() -> None:
 def test_the_test_hook_refuses_what_is_not_name_equals_address(value: str) -> None:
     with pytest.raises(InvalidInput, match="HARNESS_EGRESS_RESOLVE"):
         resolve_hook({"HARNESS_EGRESS_RESOLVE": value})
+
+
+def test_a_proxy_that_cannot_start_is_a_step_that_cannot_start(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # An error path no real setup produces on demand (the interpreter gone, no processes
+    # left): the step gets the reason, the run goes on.
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise OSError(11, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(subprocess, "Popen", refuse)
+    allow = allowlist_from(["127.0.0.1:1"], "t", "a")
+    with pytest.raises(LayerFailure) as caught, egress_proxy(allow, {}):
+        pass
+    assert str(caught.value) == (
+        "harness: the egress proxy could not start: [Errno 11] Resource temporarily unavailable"
+    )

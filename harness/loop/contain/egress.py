@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import invalid
+from harness.loop.contain.layer import LayerFailure
 from harness.model.network import Allowlist, ip_literal, is_host_name, normal_host
 
 ENV_RESOLVE = "HARNESS_EGRESS_RESOLVE"
@@ -141,10 +142,15 @@ class EgressProxy:
 
 @contextlib.contextmanager
 def egress_proxy(allow: Allowlist, env: Mapping[str, str]) -> Iterator[EgressProxy]:
-    """A running proxy for one step; ended (and its folder removed) when the step is."""
+    """A running proxy for one step; ended (and its folder removed) when the step is. One
+    that cannot start is a step that cannot start (`LayerFailure`: exit 126, its reason as
+    its output), never the end of the run."""
     proxy = EgressProxy(allow, resolve_hook(env))
     try:
-        proxy.start()
+        try:
+            proxy.start()
+        except OSError as exc:  # no process to start, no socket to bind: the step cannot run
+            raise LayerFailure(f"harness: the egress proxy could not start: {exc}") from None
         yield proxy
     finally:
         proxy.close()
