@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING
 from bench import Best, Managed, git, report, say, settle
 
 if TYPE_CHECKING:
-    from harness.loop.contain.sandbox import Place, Sandbox
+    from harness.loop.contain.place import Place
+    from harness.loop.contain.sandbox import Sandbox
 
 SANDBOX_GOAL = "sandbox-step"
 LAYER_GOAL = "sandbox-layer"
@@ -33,7 +34,7 @@ LAYER_PER_REP = 5
 
 def _place(repo: Managed, goal_id: str) -> Place:
     """The goal's worktree, made from main, and where its steps run."""
-    from harness.loop.contain.sandbox import Place
+    from harness.loop.contain.place import Place
 
     wt = repo.root / ".harness" / "worktrees" / goal_id
     git(repo.root, "worktree", "add", "-q", "-b", f"harness/{goal_id}", str(wt))

@@ -20,7 +20,7 @@ from harness.commands.crontab import cron_begin, cron_end, install_cron_block
 from harness.commands.notify_env import NotifyEnv, notify_env
 from harness.commands.reviewer import recorded_goals
 from harness.errors import InvalidInput
-from harness.loop.contain.sandbox import bind_sources, homes_root
+from harness.loop.contain.place import bind_sources, homes_root
 from harness.loop.control import CONFIG_PATH
 from harness.model.config import Config, parse_config
 from harness.record.visible import block, line

@@ -1,7 +1,8 @@
 """`harness diff`: the goal's code change, without `ledger/`, exactly as git prints it.
 
 `harness diff g` is `git diff <base> <gate commit> -- . ':!ledger'`; `--iteration N` is what
-build N changed; `--stat` is git's `--stat`; `--json` names the commits, each file's line
+build N changed; `--stat` is git's `--stat`, then a line per step with an allowlist saying
+what it reached (sandbox.md, "Egress by name"); `--json` names the commits, each file's line
 counts and the patch, for tools. The commits come from the verified ledger (record/changes).
 """
 
@@ -17,6 +18,7 @@ from harness.commands.remote_goal import goal_ref, open_reading, reading_ledger
 from harness.commands.reviewer import check_signed_tree
 from harness.errors import InvalidInput
 from harness.record.changes import Changes, goal_changes
+from harness.record.egress import stat_lines
 from harness.record.locate import locate
 from harness.record.unverified import UnverifiedLedger
 from harness.store.gitenv import git_reason
@@ -41,6 +43,7 @@ def diff(
         with locate(s.repo, goal_id, s.control.branch(goal_id), remote_ref) as found:
             ledger = reading_ledger(s.control, found.paths, s.secret, err)
             changes = goal_changes(ledger.records(), goal_id)
+            reached = stat_lines(ledger.records(), iteration) if stat and not as_json else []
         branch_head = s.repo.rev_parse(f"refs/heads/{s.control.branch(goal_id)}")
         head = branch_head or (s.repo.rev_parse(remote_ref) if remote_ref else None)
         if isinstance(ledger, UnverifiedLedger) and ledger.tree and head is not None:
@@ -53,6 +56,7 @@ def diff(
             out.write(_json(repo, goal_id, iteration, old, new))
         else:
             out.write(_git_diff(repo, ["--stat"] if stat else [], old, new))
+            out.write("".join(reached).encode())
     return 0
 
 

@@ -24,7 +24,7 @@ objective: |
 build:                      # the implementing agent; its stdin is the prompt
   run:{run}
   timeout: 30m
-  format: {format}{format_note}
+  format: {format}{format_note}{network}
 judge:                      # the verification; exit 0 means pass
   run: python -m pytest -q
   timeout: 10m
@@ -116,6 +116,21 @@ AGENTS: dict[str, tuple[str, str, str]] = {
 }
 
 
+# Each agent's model API, the one host its template lets its build reach (through the
+# harness's proxy; docs/specs/sandbox.md, "Egress by name"). aider reaches whichever
+# provider its model is from: OpenAI's by the template, another provider's host instead.
+API_HOSTS: dict[str, str] = {
+    "claude": "api.anthropic.com",
+    "codex": "api.openai.com",
+    "aider": "api.openai.com",
+}
+NETWORK = """
+  # Its model API only, reached through the harness's proxy (needs the sandbox); to add a
+  # package index or another host: docs/guide/agents/{agent}.md
+  network:
+    allow: [{host}]"""
+
+
 def new(
     cwd: Path, goal_id: str | None, out: TextIO, agent: str = "script", lesson: str | None = None
 ) -> int:
@@ -136,8 +151,10 @@ def new(
         raise InvalidInput(f"goals/{goal_id}.yaml: already exists (edit it, or choose another id)")
     path.parent.mkdir(exist_ok=True)
     run, fmt, note = AGENTS[agent]
+    host = API_HOSTS.get(agent)
+    network = NETWORK.format(host=host, agent=agent) if host else ""
     text = TEMPLATE.format(
-        id=goal_id, owner=_first_owner(root), run=run, format=fmt, format_note=note
+        id=goal_id, owner=_first_owner(root), run=run, format=fmt, format_note=note, network=network
     )
     path.write_text(text)
     script = root / "scripts" / "agent.sh"

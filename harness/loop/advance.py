@@ -11,7 +11,8 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from harness.errors import Busy, TrustFailure
-from harness.loop.contain.sandbox import Place, offline_refusal, resolve
+from harness.loop.contain.place import Place
+from harness.loop.contain.sandbox import offline_refusal, resolve
 from harness.loop.context import RunContext
 from harness.loop.control import Control
 from harness.loop.controller import GoalRunner
@@ -195,7 +196,7 @@ def _loaded_runner(
     )
     if not started or (runner.cell.status not in TERMINAL and not runner.bound()):
         return runner, False
-    owed = settle_owed(runner.recorder, last[0] if last else None)
+    owed = settle_owed(runner.recorder, last[0] if last else None, goal.halt)
     status = runner.cell.status
     if not owed and status in TERMINAL | WAITING and _unsettled(paths, loaded, committed):
         runner.recorder.checkpoint(f"rolled forward to {status}")

@@ -19,6 +19,7 @@ from harness.loop.binding import unbound
 from harness.loop.buildfinish import BuildFinish, ignored_walk
 from harness.loop.clock import later
 from harness.loop.context import RunContext
+from harness.loop.egress import park_on_denied
 from harness.loop.execute import StepCommands
 from harness.loop.finish import (
     MAX_LISTED_PATHS,
@@ -375,8 +376,8 @@ class GoalRunner:
             "lease_until": later(self.ctx.clock.now(), lease),
             "sandbox": self.commands.sandbox.containment,
         }
-        if not spec.network:
-            data["network"] = "off"  # (sandbox.md, "Network")
+        if not spec.network:  # (sandbox.md, "Network", "Egress by name")
+            data["network"] = "off" if spec.allow is None else "allowlist"
         failing = self.cell.failing_test
         build = step == "build"
         given = given_lessons(self.lessons, self.goal.objective, failing) if build else ()
@@ -394,7 +395,7 @@ class GoalRunner:
         guard = GitConfigGuard(self.wt.guarded_files())
         record = RecordGuard(self.wt)
         try:
-            result, report, agent = self.commands.execute(
+            result, report, agent, egress = self.commands.execute(
                 step, spec, iteration, cid, given, self.ship_from
             )
         except Interrupted as stop:
@@ -408,7 +409,7 @@ class GoalRunner:
             branch = self.ctx.control.branch(self.goal.id)
             self.ctx.remote.fence(branch, self.wt, started, what, data["lease_until"])
         self.check_worktree_kept(step, iteration)
-        ran = Ran(step, iteration, cid, started, before, result, report, agent, ignored)
+        ran = Ran(step, iteration, cid, started, before, result, report, agent, ignored, egress)
         touched = guard.changed()
         if touched:
             # Before any git call: a changed config could make git run the agent's commands.
@@ -421,6 +422,7 @@ class GoalRunner:
             self.stop_tampered(ran, moved, "a step changed the harness's own record: ")
             return
         self.finishers[step](ran)
+        park_on_denied(self.recorder, self.goal.halt, step, iteration, egress)
 
     def stop_tampered(self, ran: Ran, touched: list[str], what: str) -> None:
         # `tree`: the fold of a judge or review that did not pass reads it (a repair round).

@@ -16,12 +16,14 @@ import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from harness.errors import TrustFailure
 from harness.loop.agents import Meter, Usage, read_report_file
 from harness.loop.binding import same_tree
 from harness.loop.contain.layer import LayerFailure
-from harness.loop.contain.sandbox import Contained, Place, Sandbox, contain, resolve
+from harness.loop.contain.place import Place
+from harness.loop.contain.sandbox import Contained, Sandbox, contain, resolve
 from harness.loop.context import RunContext
 from harness.loop.guards import ChildRecord
 from harness.loop.progress import Progress, progress_text
@@ -51,10 +53,11 @@ class StepCommands:
         cid: str,
         given: Sequence[Lesson],
         ship_from: str | None,
-    ) -> tuple[StepResult, Usage | None, Usage | None]:
-        """Run the step's command: its result, its HARNESS_REPORT_FILE, a build's spend.
-        `given`: the lessons a build's prompt holds; `ship_from`: the commit a ship decision
-        named in this process (`ship_checkout`)."""
+    ) -> tuple[StepResult, Usage | None, Usage | None, dict[str, Any] | None]:
+        """Run the step's command: its result, its HARNESS_REPORT_FILE, a build's spend, and
+        the egress proxy's record when its goal names an allowlist (`egress`, for the step's
+        `step.finished`). `given`: the lessons a build's prompt holds; `ship_from`: the
+        commit a ship decision named in this process (`ship_checkout`)."""
         goal, wt = self.goal, self.rec.wt
         scratch = Path(tempfile.mkdtemp(prefix=f"harness-{goal.id}-"))
         prompt = build_prompt(goal, self.rec.cell, given)
@@ -90,11 +93,11 @@ class StepCommands:
                 records = self.rec.ledger.records()
                 env |= ship_env(records, wt.path, goal.id, goal.objective, signed)
                 refused = unfaithful_refusal(cwd, self.rec.ledger.records())
-            meter = None
+            meter, egress = None, None
             try:
                 if refused is not None:
                     raise LayerFailure(refused)
-                with self.contained(step, spec.run, env, scratch, cwd, spec.network) as box:
+                with self.contained(step, spec.run, env, scratch, cwd, spec) as box:
                     meter = self.meter(box.records_env) if step == "build" else None
                     result = run_step(
                         box.argv,
@@ -107,10 +110,11 @@ class StepCommands:
                         bwrap=box.bwrap,
                         prepare=box.prepare,
                     )
+                    egress = box.egress.stop() if box.egress is not None else None
             except LayerFailure as exc:  # a read-only step without its copy cannot start
                 result = cannot_start(str(exc))
             spent = meter.finish() if meter else None
-            return result, read_report_file(scratch / "report.json"), spent
+            return result, read_report_file(scratch / "report.json"), spent, egress
         finally:
             progress.stop()
             children.clear()
@@ -131,11 +135,12 @@ class StepCommands:
         env: dict[str, str],
         scratch: Path | None = None,
         work: Path | None = None,
-        network: bool = True,
+        spec: StepSpec | BuildSpec | JudgeSpec | None = None,
     ) -> contextlib.AbstractContextManager[Contained]:
         """Only a build writes the worktree; every other step works on a throw-away layer,
         from which the judge's JUnit file is copied back. `work` is the folder the step runs
-        in when it is not the goal's worktree (the ship step's checkout of the signed commit)."""
+        in when it is not the goal's worktree (the ship step's checkout of the signed commit).
+        `spec`: the goal's step, whose network it gets (a lesson check shares the runner's)."""
         self.rec.fresh = None  # a step command runs: what was staged is no longer known
         place = self.place()
         if work is not None and work != place.worktree:
@@ -150,7 +155,8 @@ class StepCommands:
             writable=step == "build",
             scratch=scratch,
             keep=keep,
-            network=network,
+            network=spec.network if spec is not None else True,
+            allow=spec.allow if spec is not None else None,
         )
 
     def place(self) -> Place:

@@ -14,10 +14,12 @@ from typing import TYPE_CHECKING, Any
 
 from harness.loop import quarantine
 from harness.loop.agents import Usage
+from harness.loop.egress import park_on_denied
 from harness.loop.guards import is_protected
 from harness.loop.judge import first_failing_test
 from harness.loop.recorder import Recorder, fit_text
 from harness.loop.steps import StepResult
+from harness.model.limits import Halt
 from harness.record.cell import write_cell
 from harness.record.events import StepName
 from harness.record.ledger import Event
@@ -77,6 +79,9 @@ class Ran:
     agent: Usage | None = None  # a build's spend, read from its output as it ran
     # A build's walk of the ignored entries there before it ran (`buildfinish.new_ignored`).
     ignored_before: IgnoredWalk | None = None
+    # The egress proxy's record (`egress`, `egress_more`, `egress_error`) of a step whose goal
+    # names an allowlist; None for every other step.
+    egress: Mapping[str, Any] | None = None
 
     @property
     def passed(self) -> bool:
@@ -88,13 +93,17 @@ class Ran:
 
     def data(self) -> dict[str, Any]:
         result = self.result
-        return {
-            "call_id": self.cid,
-            "exit_code": result.exit_code,
-            "timed_out": result.timed_out,
-            "duration_s": round(result.duration_s, 3),
-            "output_tail": fit_text(result.output_tail),
-        } | ({"signal": result.signal} if result.signal else {})
+        return (
+            {
+                "call_id": self.cid,
+                "exit_code": result.exit_code,
+                "timed_out": result.timed_out,
+                "duration_s": round(result.duration_s, 3),
+                "output_tail": fit_text(result.output_tail),
+            }
+            | ({"signal": result.signal} if result.signal else {})
+            | dict(self.egress or {})
+        )
 
 
 def finish(rec: Recorder, ran: Ran, data: dict[str, Any]) -> None:
@@ -196,12 +205,13 @@ def tampered(
     return True
 
 
-def settle_owed(rec: Recorder, last: Event | None) -> bool:
+def settle_owed(rec: Recorder, last: Event | None, halt: Halt | None = None) -> bool:
     """A recorded result whose consequence was never appended (killed between the two
     events): append it now, as the step's finish would have. The result is never re-run:
     a ship that passed completes, one that failed waits at ship_failed, a tamper or a
     read-only violation gates (its restore happened before the result was recorded), so
-    does a build whose command could not run."""
+    does a build whose command could not run, and a step denied a connection when the
+    goal's `halt` parks on that (`egress.park_on_denied`)."""
     if last is None or last.type != "step.finished":
         return False
     data, iteration = last.data, last.iteration
@@ -227,6 +237,6 @@ def settle_owed(rec: Recorder, last: Event | None) -> bool:
         rec.gate("needs_attention", "agent_unavailable", detail)
         return True
     else:
-        return False
+        return halt is not None and park_on_denied(rec, halt, last.step or "", iteration, data)
     rec.checkpoint(f"{last.step} finished")
     return True

@@ -9,8 +9,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from harness.loop.contain.place import Place
 from harness.loop.contain.reach import hidden_folders
-from harness.loop.contain.sandbox import Place, Sandbox
+from harness.loop.contain.sandbox import Sandbox
 from harness.store.gitrepo import run_git
 
 

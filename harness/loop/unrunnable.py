@@ -11,8 +11,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.loop.contain.place import Place
 from harness.loop.contain.reach import Hidden, hidden, locate
-from harness.loop.contain.sandbox import Place, Sandbox
+from harness.loop.contain.sandbox import Sandbox
 
 UNRUNNABLE_CODES = {127: "command not found", 126: "command not executable"}
 MAX_SAID_CHARS = 300  # of the command's last line of output, in the gate's detail

@@ -19,6 +19,7 @@ from harness.errors import invalid
 from harness.model import yamlutil
 from harness.model.cache import ParsedCache
 from harness.model.limits import Budget, Defaults, Halt, budget_from, halt_from, parse_duration
+from harness.model.network import network_from
 from harness.model.wording import show_value
 
 MAX_CONFIG_FILE_BYTES = 256 * 1024
@@ -247,10 +248,15 @@ def _defaults_from(raw: Mapping[str, Any], source: str) -> Defaults:
     timeouts = dict(builtin.timeouts)
     for step, value in raw.get("timeouts", {}).items():
         timeouts[step] = parse_duration(value, source, f"defaults.timeouts.{step}")
+    network = {
+        step: network_from(value, source, f"defaults.network.{step}")
+        for step, value in raw.get("network", {}).items()
+    }
     return Defaults(
         budget=budget_from(raw.get("budget", {}), builtin.budget, source, "defaults.budget"),
         halt=halt_from(raw.get("halt", {}), builtin.halt, source, "defaults.halt"),
         timeouts=MappingProxyType(timeouts),
+        network=MappingProxyType(network),
     )
 
 

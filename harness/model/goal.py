@@ -29,6 +29,7 @@ from harness.model.limits import (
     halt_from,
     parse_duration,
 )
+from harness.model.network import SHARED, Allowlist, Network, network_from, network_words
 from harness.model.wording import show_value
 
 MAX_OBJECTIVE_CHARS = 32_000
@@ -45,7 +46,9 @@ HARNESS_TOPS = ("ledger", ".harness")
 class StepSpec:
     run: tuple[str, ...]
     timeout_s: int
-    network: bool = True  # false: no network inside the sandbox (bwrap --unshare-net)
+    network: bool = True  # false: not the runner's network (bwrap --unshare-net)
+    # With `network` false: the only hosts the step reaches, through the proxy (network.py).
+    allow: Allowlist | None = None
 
 
 @dataclass(frozen=True)
@@ -54,6 +57,7 @@ class BuildSpec:
     timeout_s: int
     format: str
     network: bool = True
+    allow: Allowlist | None = None
 
 
 @dataclass(frozen=True)
@@ -62,6 +66,7 @@ class JudgeSpec:
     timeout_s: int
     junit: str | None
     network: bool = True
+    allow: Allowlist | None = None
 
 
 @dataclass(frozen=True)
@@ -97,10 +102,12 @@ class Goal:
     lifetime: Mapping[str, float] = dataclasses.field(default_factory=dict)
 
     def offline_steps(self) -> list[str]:
-        """The steps the goal file says run without network (`network: false`)."""
+        """The steps that need the sandbox to take the runner's network away, as the goal
+        file names them: `build.network: false`, `judge.network.allow`."""
         steps = {"plan": self.plan, "build": self.build, "judge": self.judge}
         steps |= {"review": self.review, "ship": self.ship}
-        return [name for name, spec in steps.items() if spec is not None and not spec.network]
+        named = [(name, Network(spec.network, spec.allow)) for name, spec in steps.items() if spec]
+        return network_words(named)
 
 
 def load_goal(
@@ -162,11 +169,11 @@ def _goal_from(
     goal_id = _checked_id(raw["id"], expected_id, source)
     objective = _checked_objective(raw["objective"], source)
     timeouts = defaults.timeouts
-    build = _build_spec(raw["build"], timeouts["build"], source)
-    judge = _judge_spec(raw["judge"], timeouts["judge"], source)
-    review = _step_spec(raw.get("review"), "review", timeouts["review"], source)
-    plan = _step_spec(raw.get("plan"), "plan", timeouts["plan"], source)
-    ship = _step_spec(raw.get("ship"), "ship", timeouts["ship"], source)
+    build = _build_spec(raw["build"], timeouts["build"], source, defaults)
+    judge = _judge_spec(raw["judge"], timeouts["judge"], source, defaults)
+    review = _step_spec(raw.get("review"), "review", timeouts["review"], source, defaults)
+    plan = _step_spec(raw.get("plan"), "plan", timeouts["plan"], source, defaults)
+    ship = _step_spec(raw.get("ship"), "ship", timeouts["ship"], source, defaults)
     budget = budget_from(raw.get("budget", {}), defaults.budget, source, "budget")
     halt = halt_from(raw.get("halt", {}), defaults.halt, source, "halt")
     owner = _checked_owner(raw["owner"], owner_principals, source)
@@ -255,33 +262,49 @@ def _checked_owner(owner: str, owner_principals: Collection[str] | None, source:
     return owner
 
 
-def _build_spec(raw: Mapping[str, Any], default_timeout: int, source: str) -> BuildSpec:
+def _build_spec(
+    raw: Mapping[str, Any], default_timeout: int, source: str, defaults: Defaults
+) -> BuildSpec:
+    net = _network(raw, "build", source, defaults)
     return BuildSpec(
         run=command_argv(raw["run"], source, "build.run"),
         timeout_s=_timeout(raw, default_timeout, source, "build"),
         format=raw.get("format", "plain"),
-        network=raw.get("network", True),
+        network=net.shared,
+        allow=net.allow,
     )
 
 
-def _judge_spec(raw: Mapping[str, Any], default_timeout: int, source: str) -> JudgeSpec:
+def _judge_spec(
+    raw: Mapping[str, Any], default_timeout: int, source: str, defaults: Defaults
+) -> JudgeSpec:
     junit = raw.get("junit")
+    net = _network(raw, "judge", source, defaults)
     return JudgeSpec(
         run=command_argv(raw["run"], source, "judge.run"),
         timeout_s=_timeout(raw, default_timeout, source, "judge"),
         junit=None if junit is None else _relative_path(junit, source, "judge.junit"),
-        network=raw.get("network", True),
+        network=net.shared,
+        allow=net.allow,
     )
 
 
 def _step_spec(
-    raw: Mapping[str, Any] | None, name: str, default_timeout: int, source: str
+    raw: Mapping[str, Any] | None, name: str, default_timeout: int, source: str, defaults: Defaults
 ) -> StepSpec | None:
     if raw is None:
         return None
     run = command_argv(raw["run"], source, f"{name}.run")
     timeout_s = _timeout(raw, default_timeout, source, name)
-    return StepSpec(run=run, timeout_s=timeout_s, network=raw.get("network", True))
+    net = _network(raw, name, source, defaults)
+    return StepSpec(run=run, timeout_s=timeout_s, network=net.shared, allow=net.allow)
+
+
+def _network(raw: Mapping[str, Any], step: str, source: str, defaults: Defaults) -> Network:
+    """The step's `network`, else the config's `defaults.network.<step>` (shared)."""
+    if "network" not in raw:
+        return defaults.network.get(step, SHARED)
+    return network_from(raw["network"], source, f"{step}.network")
 
 
 def _timeout(raw: Mapping[str, Any], default: int, source: str, step: str) -> int:

@@ -9,11 +9,17 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Literal
 
 from harness.errors import invalid
+from harness.model.network import Network
 from harness.model.wording import got, show_value
+
+# What a step's denied connection does (sandbox.md, "Egress by name"): nothing more than
+# its record, or the goal parks at the gate egress_denied for a human.
+OnDeniedEgress = Literal["continue", "park"]
 
 # A longer timeout overflows the OS wait calls subprocess makes; a year is ample.
 MAX_DURATION_SECONDS = 365 * 24 * 3600
@@ -66,6 +72,7 @@ class Halt:
     unavailable_tries: int = DEFAULT_UNAVAILABLE_TRIES
     unavailable_backoff_s: int = DEFAULT_UNAVAILABLE_BACKOFF_S
     stale_after_s: int = DEFAULT_STALE_AFTER_S
+    on_denied_egress: OnDeniedEgress = "continue"
 
     def __post_init__(self) -> None:
         for name in (
@@ -103,6 +110,8 @@ class Defaults:
     budget: Budget
     halt: Halt
     timeouts: Mapping[str, int]  # seconds per step: build judge review plan ship
+    # A step's network when its goal file names none (`defaults.network.<step>`).
+    network: Mapping[str, Network] = field(default_factory=lambda: MappingProxyType({}))
 
 
 def parse_duration(value: object, source: str, key: str) -> int:
@@ -175,4 +184,5 @@ def halt_from(raw: Mapping[str, Any], default: Halt, source: str, key: str) -> H
         unavailable_tries=raw.get("unavailable_tries", default.unavailable_tries),
         unavailable_backoff_s=backoff,
         stale_after_s=stale_after,
+        on_denied_egress=raw.get("on_denied_egress", default.on_denied_egress),
     )

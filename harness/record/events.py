@@ -63,6 +63,7 @@ GateWord = Literal[
     "agent_unavailable",
     "lifetime_exhausted",
     "secret_in_change",
+    "egress_denied",
 ]
 GATE_WORDS: Final[tuple[GateWord, ...]] = get_args(GateWord)
 DESTRUCTIVE_PREFIX: Final = "destructive:"
@@ -141,7 +142,9 @@ class StepStarted(TypedDict):
     lease_until: NotRequired[str]
     lessons: NotRequired[list[LessonRef]]
     sandbox: NotRequired[Containment]
-    network: NotRequired[Literal["off"]]  # only a step the goal runs without network
+    # Only a step that does not share the runner's network: none at all (`off`), or only
+    # the hosts of its allowlist, through the harness's proxy (`allowlist`).
+    network: NotRequired[Literal["off", "allowlist"]]
 
 
 class LessonChecked(TypedDict):
@@ -161,6 +164,25 @@ class StepInterrupted(TypedDict):
 class StepCutoff(TypedDict):
     call_id: str
     changed: list[str]
+
+
+EgressVerdict = Literal["allowed", "denied"]
+
+
+class EgressEntry(TypedDict):
+    """One destination a step with an allowlist tried, and the proxy's verdict: how often,
+    the bytes each way (`sent` from the step), how many allowed tries could not connect
+    (`failed`), why it was denied (`why`). `host` is as the step named it, at most 100
+    characters (cut from the front), or `(unreadable request)`; it is agent data."""
+
+    host: str
+    port: int
+    verdict: EgressVerdict
+    count: int
+    sent: int
+    received: int
+    failed: NotRequired[int]
+    why: NotRequired[str]
 
 
 StepResultWord = Literal[
@@ -213,6 +235,12 @@ class StepFinished(TypedDict):
     # build, result "unrunnable": its command exited 127 or 126 (not found, not runnable);
     # the agent_unavailable gate's detail, naming the program (absent in older records)
     unrunnable: NotRequired[str]
+    # a step whose goal names an allowlist (loop/contain/proxy.py): each destination it tried,
+    # the first 40; the tries past those counted per verdict; or why the proxy's record was
+    # lost (the list is then empty). Absent for every other step, and in older records.
+    egress: NotRequired[list[EgressEntry]]
+    egress_more: NotRequired[dict[EgressVerdict, int]]
+    egress_error: NotRequired[str]
     # judge, review, plan
     failing_test: NotRequired[str | None]
     stdout_tail: NotRequired[str | None]

@@ -12,6 +12,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 
 from harness.record.cell import Cell
+from harness.record.egress import markdown as egress_markdown
 from harness.record.evidence import (
     SHOWN_DIFF_CHARS,
     binds,
@@ -55,6 +56,7 @@ class IterationNote:
     steps: list[StepNote] = field(default_factory=list)
     checks: list[Check] = field(default_factory=list)
     blocked: str = ""
+    egress: list[str] = field(default_factory=list)  # a table per step with an allowlist
 
 
 def _text(value: object) -> str:
@@ -108,6 +110,9 @@ class IterationEvidence:
     def _finished(self, event: Event) -> None:
         data, note = event.data, self.note(event.iteration)
         result = _text(data.get("result")) or ("timed out" if data.get("timed_out") else "done")
+        table = egress_markdown(f"{_text(event.step)}[{event.iteration}]", data)
+        if table:
+            note.egress.append(table)
         if event.step == "build":
             changed = data.get("changed")
             count = len(changed) if isinstance(changed, list) else 0
@@ -178,6 +183,8 @@ def _iteration_blocks(note: IterationNote) -> str:
     for step in note.steps:
         if step.output:
             text += f"\n{step.step.capitalize()} output:\n\n{_fence(step.output, 'text')}"
+    for table in note.egress:
+        text += "\n" + table
     for check in note.checks:
         if check.output and not check.passed:
             text += (

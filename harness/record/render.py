@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, cast
 
 from harness.record.cell import Cell, Unavailable
+from harness.record.egress import summary
 from harness.record.events import EventType
 from harness.record.fold import apply
 from harness.record.ledger import Event, Record
@@ -40,11 +41,13 @@ def _step_finished(event: Event) -> str:
         warned = get("warned") or []
         if warned:
             line += f" warned={len(warned)} ({_clean(warned[0])}{', …' if len(warned) > 1 else ''})"
+    egress = summary(event.data)
     if get("result") == "unavailable":
         tries = _tries(get("unavailable_try"), get("unavailable_tries"), get("retry_at"))
-        return f"{line} {tries}: {get('unavailable')}"
-    failing = get("failing_test")
-    return f"{line} failing={_clean(failing)}" if failing else line
+        line = f"{line} {tries}: {get('unavailable')}"
+    elif get("failing_test"):
+        line = f"{line} failing={_clean(get('failing_test'))}"
+    return f"{line} {egress}" if egress else line
 
 
 def _tries(count: object, tries: object, retry_at: object) -> str:
@@ -77,8 +80,11 @@ def _step_started(event: Event) -> str:
     lessons = event.data.get("lessons")
     given = ", ".join(ref["name"] for ref in lessons) if lessons else ""
     started = f"{event.step}[{event.iteration}] started" + _uncontained(event.data)
-    if event.data.get("network") == "off":
+    network = event.data.get("network")
+    if network == "off":
         started += " (network off)"
+    elif network == "allowlist":
+        started += " (network: allowlist)"
     return f"{started} (lessons: {given})" if given else started
 
 
@@ -88,10 +94,13 @@ def _uncontained(data: Mapping[str, Any]) -> str:
     return " (not contained: bwrap unavailable)" if data.get("sandbox") == "unavailable" else ""
 
 
+_NETWORK_WORDS = {"off": "network off", "allowlist": "network by allowlist"}
+
+
 def containment(data: Mapping[str, Any]) -> str:
     """How a step was contained, from its `step.started` data, in the reports' words."""
     sandbox = data.get("sandbox")
-    network = "network off" if data.get("network") == "off" else "network shared"
+    network = _NETWORK_WORDS.get(str(data.get("network")), "network shared")
     if sandbox == "bwrap":
         return f"contained (bwrap), {network}"
     if sandbox == "off":

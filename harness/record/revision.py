@@ -26,7 +26,14 @@ def fresh_try(cell: Cell) -> Cell:
 # on a goal file) does not cross them; only the decision bound to the exact commit does
 # (trust.md, "Which decision crosses which gate").
 DEED_GATES = frozenset(
-    {"tamper", "read_only_violation", "secret_in_change", "ship_outcome_unknown", "ship_failed"}
+    {
+        "tamper",
+        "read_only_violation",
+        "secret_in_change",
+        "ship_outcome_unknown",
+        "ship_failed",
+        "egress_denied",
+    }
 )
 
 

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from harness.commands.new import API_HOSTS
 from tests.agents import tools
 from tests.agents.scenario import JUDGE_WITH_URL, Scenario
 from tests.agents.templates import resumed, shell_line, template_goal, with_files
@@ -43,17 +44,25 @@ def home() -> Iterator[Path]:
     shutil.rmtree(made, ignore_errors=True)
 
 
-def _tool_env(tool: str, binary: Path, home: Path, server: ModelServer) -> dict[str, str]:
+def _tool_env(
+    tool: str, binary: Path, home: Path, server: ModelServer, egress: bool
+) -> dict[str, str]:
+    """`egress`: the build runs with its template's allowlist, so the tool is pointed at
+    the server by its model API's name, which only the proxy resolves (tools.egress_env)."""
     bin_dir = home / "bin"  # the tool alone on PATH, not its venv's python
     bin_dir.mkdir()
     (bin_dir / tool).symlink_to(binary)
     env = {"HOME": str(home), "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
     env |= tools.no_outbound(server) | {"TEST_DOCS_URL": server.url + "/docs/value-page"}
+    url = server.url
+    if egress:
+        url, hook = tools.egress_env(API_HOSTS[tool], server)
+        env |= hook
     if tool == "claude":
-        return env | tools.claude_env(home, server)
+        return env | tools.claude_env(home, url)
     if tool == "codex":
-        return env | tools.codex_env(home, server)
-    return env | tools.aider_env(home, server, binary)
+        return env | tools.codex_env(home, url)
+    return env | tools.aider_env(home, url, binary)
 
 
 def contained_config(tool: str, tmp_path: Path, home: Path, extra: str = "") -> str:
@@ -89,13 +98,15 @@ def _scenario_factory(
         flags: str = "",
     ) -> Scenario:
         goal = goal_for(tool, resume=resume, timeout=timeout, flags=flags)
+        if contained is None:  # the template's allowlist needs the sandbox (sandbox.md)
+            del goal["build"]["network"]
         goal["budget"] |= budget or {}
         goal["halt"] |= halt or {}
         repo_files = {"value.txt": "unset\n", "judge.py": JUDGE_WITH_URL, **(files or {})}
         if contained is not None:  # the rest of the config, the sandbox required
             repo_files[".harness/config.yaml"] = contained_config(tool, tmp_path, home, contained)
         repo = managed(goal=goal, files=repo_files)
-        repo.env.update(_tool_env(tool, binary, home, server))
+        repo.env.update(_tool_env(tool, binary, home, server, contained is not None))
         return Scenario(repo, server, home)
 
     return make

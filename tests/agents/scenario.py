@@ -65,6 +65,28 @@ class Scenario:
         return git(self.repo.root, "show", f"harness/{self.repo.goal_id}:{path}")
 
 
+def assert_reached_only_through_the_proxy(
+    scenario: Scenario, host: str, denied: frozenset[str] = frozenset()
+) -> None:
+    """A contained build with its template's allowlist: the only way to the scripted server
+    was the proxy, by the model API's name (tools.egress_env), and every model call the
+    server saw came that way; whatever else the tool asked for (`denied`: its hosts) was
+    refused, never reached."""
+    [started] = [
+        e["data"] for e in scenario.events() if e["type"] == "step.started" and e["step"] == "build"
+    ]
+    assert started["network"] == "allowlist"
+    [build] = scenario.builds()
+    egress = build["egress"]
+    allowed = [e for e in egress if e["verdict"] == "allowed"]
+    assert [(e["host"], e["port"]) for e in allowed] == [(host, scenario.server.port)], egress
+    assert allowed[0]["count"] >= 1 and allowed[0]["received"] > 0
+    refused = [e for e in egress if e["verdict"] == "denied"]
+    assert {e["host"] for e in refused} == denied, egress
+    assert all(e["sent"] == e["received"] == 0 for e in refused)
+    assert scenario.server.model_calls() and scenario.server.others() == []
+
+
 def outage(scenario: Scenario, tries: int, message_of: Callable[[str], str]) -> str:
     """Run the goal once per try of an outage (goal halt: `unavailable_tries: <tries>`).
 

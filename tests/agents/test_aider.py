@@ -8,6 +8,7 @@ import shlex
 
 import pytest
 
+from harness.commands.new import API_HOSTS
 from tests.agents.conftest import ScenarioFactory
 from tests.agents.scenario import (
     RUN_PYTEST,
@@ -15,6 +16,7 @@ from tests.agents.scenario import (
     Scenario,
     assert_key_only_as_receipt,
     assert_pytest_cache_allowed,
+    assert_reached_only_through_the_proxy,
     outage,
     realistic_key,
     without_gitignore,
@@ -153,6 +155,7 @@ def test_aider_builds_contained(aider: ScenarioFactory) -> None:
     assert {e["data"]["sandbox"] for e in started} == {"bwrap"}
     assert scenario.used()["cost_usd"] == pytest.approx(CALL_USD)
     assert scenario.server.others() == []
+    assert_reached_only_through_the_proxy(scenario, API_HOSTS["aider"])
 
 
 def test_aider_running_pytest_is_no_hidden_file(aider: ScenarioFactory) -> None:

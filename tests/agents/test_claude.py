@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.commands.new import API_HOSTS
 from tests.agents.conftest import ScenarioFactory
 from tests.agents.scenario import (
     RUN_PYTEST,
@@ -15,6 +16,7 @@ from tests.agents.scenario import (
     Scenario,
     assert_key_only_as_receipt,
     assert_pytest_cache_allowed,
+    assert_reached_only_through_the_proxy,
     outage,
     realistic_key,
     without_gitignore,
@@ -203,6 +205,7 @@ def test_claude_builds_contained(claude: ScenarioFactory) -> None:
     used = scenario.used()
     assert (used["cost_usd"], used["turns"]) == (pytest.approx(3 * CALL_USD), 3)
     assert scenario.server.others() == []
+    assert_reached_only_through_the_proxy(scenario, API_HOSTS["claude"])
 
 
 def test_claude_running_pytest_is_no_hidden_file(claude: ScenarioFactory) -> None:

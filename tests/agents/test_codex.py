@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from harness.commands.new import API_HOSTS
 from tests.agents.conftest import ScenarioFactory
 from tests.agents.scenario import (
     RUN_PYTEST,
@@ -16,6 +17,7 @@ from tests.agents.scenario import (
     Scenario,
     assert_key_only_as_receipt,
     assert_pytest_cache_allowed,
+    assert_reached_only_through_the_proxy,
     outage,
     realistic_key,
     without_gitignore,
@@ -196,6 +198,10 @@ def test_codex_builds_contained(codex: ScenarioFactory) -> None:
     assert {e["data"]["sandbox"] for e in started} == {"bwrap"}
     used = scenario.used()
     assert (used["cost_usd"], used["turns"]) == (pytest.approx(2 * CALL_USD), 1)
+    # codex 0.171 also asks for GitHub's and ChatGPT's hosts (docs/guide/agents/codex.md):
+    # refused, it goes on.
+    elsewhere = frozenset({"github.com", "api.github.com", "chatgpt.com"})
+    assert_reached_only_through_the_proxy(scenario, API_HOSTS["codex"], elsewhere)
 
 
 def test_codex_running_pytest_is_no_hidden_file(codex: ScenarioFactory) -> None:

@@ -20,9 +20,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.commands.new import AGENTS
+from harness.commands.new import AGENTS, API_HOSTS, NETWORK
 from harness.loop.agents.support import SUPPORTED
 from harness.model.yamlload import load_yaml
+from tests.agents.templates import template_goal
 from tests.managed import Key
 from tests.pinned_agents import pinned_cli
 
@@ -222,3 +223,20 @@ def test_each_agents_guide_page_shows_its_template_and_tested_version(tool: str)
     assert f"**{cli.tested}**" in page
     index = (ROOT / "docs" / "guide" / "README.md").read_text()
     assert f"(agents/{tool}.md)" in index
+
+
+@pytest.mark.parametrize("tool", TOOLS)
+def test_each_template_lets_its_build_reach_its_model_api_alone(tool: str) -> None:
+    # The allowlist the template writes, and the guide page shows it as written (issue 32).
+    build = template_goal(tool)["build"]
+    assert build["network"] == {"allow": [API_HOSTS[tool]]}
+    page = (ROOT / "docs" / "guide" / "agents" / f"{tool}.md").read_text()
+    assert NETWORK.format(host=API_HOSTS[tool], agent=tool) + "\n```" in page
+    assert "## The network: its model API alone" in page
+    example = load_yaml((ROOT / "goals" / f"example-{tool}.yaml").read_bytes(), "example")
+    assert isinstance(example, dict)
+    assert example["build"]["network"] == {"allow": [API_HOSTS[tool]]}
+
+
+def test_the_script_template_shares_the_network() -> None:
+    assert "network" not in template_goal("script")["build"]

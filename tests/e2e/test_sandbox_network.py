@@ -133,5 +133,6 @@ def test_network_must_be_true_or_false(
     assert proc.returncode == 2, proc.stderr
     said = proc.stdout + proc.stderr
     assert (
-        "goals/g1.yaml: build.network: " in said and "(expected true (the default) or false" in said
+        "goals/g1.yaml: build.network: got a string 'no' (expected true (the default), false"
+        in said
     )

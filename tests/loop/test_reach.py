@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from harness.loop.contain.place import Place
 from harness.loop.contain.reach import OPTIONS, Hidden, hidden, locate, mounts
-from harness.loop.contain.sandbox import Place, Sandbox, bwrap_argv, contain, resolve
+from harness.loop.contain.sandbox import Sandbox, bwrap_argv, contain, resolve
 from harness.loop.steps import StepResult, run_step
 from harness.loop.unrunnable import Program, unrunnable_detail
 from tests.loop.test_sandbox import place_in

@@ -21,9 +21,9 @@ from harness.errors import InvalidInput, TrustFailure
 from harness.loop.contain import layer as layers
 from harness.loop.contain import sandbox as sandbox_module
 from harness.loop.contain.layer import MEMORY, memory_budget, overlay_works
+from harness.loop.contain.place import Place
 from harness.loop.contain.sandbox import (
     FIX,
-    Place,
     Sandbox,
     bwrap_argv,
     contain,
@@ -521,7 +521,8 @@ def test_a_contained_build_cannot_use_the_ssh_agent(hidden_world: HiddenWorld) -
 ROOT_IN_A_NAMESPACE = r"""
 import os, sys
 from pathlib import Path
-from harness.loop.contain.sandbox import Place, _identity, contain, resolve
+from harness.loop.contain.place import Place
+from harness.loop.contain.sandbox import _identity, contain, resolve
 from harness.loop.steps import run_step
 root = Path(sys.argv[1])
 wt = root / ".harness" / "worktrees" / "g1"

@@ -19,7 +19,8 @@ from pathlib import Path
 import pytest
 
 from harness.loop.contain import sockets
-from harness.loop.contain.sandbox import Place, Sandbox, contain
+from harness.loop.contain.place import Place
+from harness.loop.contain.sandbox import Sandbox, contain
 from harness.loop.steps import run_step
 from tests.loop.test_sandbox import place_in, run_contained
 from tests.tools import need_tool, needs_bwrap

@@ -264,7 +264,7 @@ SCHEMA_CASES: list[tuple[dict[str, object], str]] = [
     (
         {"halt.max": 1},
         "halt: unknown key 'max' (expected one of no_progress_passes, max_passes, "
-        "unavailable_tries, unavailable_backoff, stale_after)",
+        "unavailable_tries, unavailable_backoff, stale_after, on_denied_egress)",
     ),
     ({"expect.dirs": []}, "expect: unknown key 'dirs' (expected one of files, globs)"),
     ({"version": DELETE}, "version: required key is missing (expected 1)"),
@@ -656,7 +656,7 @@ def test_budget_refuses_a_limit_that_would_grant_a_fresh_allowance(
         {"unavailable_backoff_s": 0},
     ],
 )
-def test_halt_refuses_a_non_positive_value(changes: dict[str, int]) -> None:
+def test_halt_refuses_a_non_positive_value(changes: dict[str, Any]) -> None:
     with pytest.raises(ValueError, match=next(iter(changes))):
         Halt(**{"no_progress_passes": 2, "max_passes": 50, **changes})
 

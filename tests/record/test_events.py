@@ -57,6 +57,7 @@ def test_statuses_and_gates_are_the_contracts() -> None:
         "agent_unavailable",
         "lifetime_exhausted",
         "secret_in_change",
+        "egress_denied",
     }
 
 

@@ -75,3 +75,17 @@ def test_a_fresh_try_leaves_a_goal_with_no_repair_next_at_its_step() -> None:
         *STUCK[:-1], _step_started("build", 3), _revised(fresh_try=True)
     )  # the cut-off build resumes
     assert (cut.step, cut.in_flight is not None, cut.no_progress_count) == ("build", True, 0)
+
+
+def test_a_revision_does_not_cross_egress_denied() -> None:
+    # A gate about what a step did (issue 32): a new goal version (say, one that lists the
+    # host) does not let the goal on; only the unpark bound to that state does.
+    denied: Row = (
+        "goal.gated",
+        None,
+        1,
+        {"status": "parked_at_eyes", "reason": "egress_denied", "detail": "build[1] …"},
+    )
+    gated = [_started(), *_round(1)[:2], denied]
+    revised = _cell(*gated, _revised(fresh_try=True))
+    assert (revised.status, revised.gate) == ("parked_at_eyes", "egress_denied")

@@ -59,6 +59,7 @@ TAGS = frozenset(
         "h3",
         "h4",
         "table",
+        "caption",
         "thead",
         "tbody",
         "tr",
@@ -230,6 +231,13 @@ def tour() -> list[Event]:
         "diff": "diff --git a/src/app.py b/src/app.py\n@@ -1 +1 @@\n-old\n+new\n",
         "secrets": ["src/.env"],
         "signal": "SIGTERM",
+        "egress": [
+            {"host": "api.example.com", "port": 443, "verdict": "allowed", "count": 2}
+            | {"sent": 10, "received": 20, "failed": 1},
+            {"host": "evil.example", "port": 443, "verdict": "denied", "count": 1}
+            | {"sent": 0, "received": 0, "why": "is not in this step's network allowlist"},
+        ],
+        "egress_more": {"denied": 3},
     }
     judge = {
         "call_id": "g1-1-judge",
@@ -392,6 +400,8 @@ MUST_SHOW = {
     "step.finished.destructive",
     "step.finished.unavailable",
     "step.finished.retry_at",
+    "step.finished.egress",
+    "step.finished.egress_error",
     "lesson.checked.name",
     "lesson.checked.output_tail",
     "done.blocked.lessons_failed",

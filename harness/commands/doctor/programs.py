@@ -9,7 +9,8 @@ from collections.abc import Mapping
 
 from harness.commands.doctor.findings import OK, Finding, fail
 from harness.errors import HarnessError
-from harness.loop.contain.sandbox import Place, Sandbox, resolve
+from harness.loop.contain.place import Place
+from harness.loop.contain.sandbox import Sandbox, resolve
 from harness.loop.unrunnable import Program
 from harness.model.config import Config
 from harness.model.goal import Goal

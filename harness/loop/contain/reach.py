@@ -16,7 +16,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.loop.contain.sandbox import Place, Sandbox, bwrap_argv
+from harness.loop.contain.place import Place
+from harness.loop.contain.sandbox import Sandbox, bwrap_argv
 
 # bwrap options that mount something, and how many paths each takes (the last is where).
 _MOUNTS = {

@@ -18,9 +18,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
-import hashlib
 import os
-import pwd
 import shutil
 import stat
 import subprocess
@@ -31,13 +29,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.errors import InvalidInput, TrustFailure, invalid
+from harness.loop.contain.egress import (
+    INSIDE,
+    EgressProxy,
+    egress_proxy,
+    forwarder_argv,
+    proxy_env,
+)
 from harness.loop.contain.layer import Mounter, layer_of
+from harness.loop.contain.place import Place
 from harness.loop.contain.sockets import hide_bound, hide_run
-from harness.model.config import SANDBOX_MODES, Bind, SandboxMode
+from harness.model.config import SANDBOX_MODES, SandboxMode
+from harness.model.network import Allowlist
 from harness.record.events import Containment
-from harness.store.gitrepo import Repo
-from harness.trust.runnerkey import ENV_RUNNER_KEY_FILE
-from harness.trust.secret import ENV_SECRET_FILE, default_secret_file
 
 ENV_SANDBOX = "HARNESS_SANDBOX"
 ENV_LAYER = "HARNESS_LAYER"  # `copy`: a read-only step's layer is a copy, never an overlay
@@ -50,7 +54,6 @@ MAX_KEPT_BYTES = 64 * 1024 * 1024  # a JUnit file copied out of a throw-away lay
 # The runner's own directories a child would otherwise read the tools' settings from.
 _XDG_DIRS = ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME")
 _PROBE_TIMEOUT_S = 15.0
-_PRIVATE = (".ssh", ".gnupg")  # in the runner's home: keys a step must never read
 
 
 @dataclass(frozen=True)
@@ -122,14 +125,18 @@ def notice(configured: SandboxMode | None, env: Mapping[str, str]) -> str | None
 
 
 def offline_refusal(sandbox: Sandbox, offline: Sequence[str], source: str) -> TrustFailure | None:
-    """A goal with steps that say `network: false` cannot run them uncontained: bare, the
-    step would have the network the goal said it must not have."""
+    """A goal with steps that say `network: false` or name an allowlist cannot run them
+    uncontained: bare, the step would have the network the goal said it must not have.
+    `offline`: `Goal.offline_steps()`, as `build.network: false` or `build.network.allow`."""
     if sandbox.on or not offline:
         return None
-    keys = ", ".join(f"{step}.network" for step in offline)
+    off = [word.removesuffix(": false") for word in offline if word.endswith(": false")]
+    named = ([", ".join(off) + ": false"] if off else []) + [
+        w for w in offline if w[-6:] == ".allow"
+    ]
     fix = "name sandbox: auto or required in .harness/config.yaml" if sandbox.mode == "off" else FIX
     return TrustFailure(
-        f"{source}: {keys}: false needs the sandbox, but {sandbox.describe()}; {fix}"
+        f"{source}: {', '.join(named)} needs the sandbox, but {sandbox.describe()}; {fix}"
     )
 
 
@@ -203,140 +210,6 @@ def _base_args(identity: tuple[str, ...]) -> list[str]:
     ]  # fmt: skip
 
 
-# ---- where one goal's steps run ----------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Place:
-    """The paths one goal's step sees, keeps or must not see."""
-
-    goal_id: str
-    worktree: Path
-    repo_root: Path  # the main checkout
-    common_dir: Path  # the repository's .git
-    worktrees: Path  # every goal's worktree is below this
-    env: Mapping[str, str] = field(default_factory=dict)  # the runner's environment
-    binds: tuple[Bind, ...] = ()  # the config's sandbox_binds
-
-    @classmethod
-    def of(cls, repo: Repo, goal_id: str, env: Mapping[str, str], binds: tuple[Bind, ...]) -> Place:
-        worktree = repo.worktree_path(goal_id)
-        return cls(goal_id, worktree, repo.root, repo.common_dir, worktree.parent, env, binds)
-
-    # A read-only step's fresh, empty home (None: the goal's own, which only a build gets).
-    own_home: Path | None = None
-
-    def home(self) -> Path:
-        """The goal's own home: outside every worktree, kept across its builds. A read-only
-        step (plan, judge, review, ship, a lesson check) gets a fresh empty one instead, so
-        nothing a build wrote in its home (a `usercustomize.py`, a `.gitconfig` naming
-        hooks, an `.npmrc`) is obeyed by the steps that check or ship its work."""
-        return self.own_home if self.own_home is not None else self.homes() / self.goal_id
-
-    def homes(self) -> Path:
-        digest = hashlib.sha256(os.fsencode(self.common_dir.resolve())).hexdigest()[:16]
-        return homes_root(self.env) / digest
-
-    def hidden(self) -> list[Path]:
-        return [path for path, _ in self.hidden_named()]
-
-    def hidden_named(self) -> list[tuple[Path, str]]:
-        """What no step may see, each with what it is (for a refusal to say)."""
-        homes = {_real_home(self.env), Path(pwd.getpwuid(os.getuid()).pw_dir)}
-        named = [
-            (self.common_dir / "harness", ".git/harness"),
-            (self.worktrees, "the goals' worktrees"),
-            (self.homes().parent, "the goals' homes"),
-        ]
-        named += [(home / name, f"~/{name}") for home in sorted(homes) for name in _PRIVATE]
-        named.append((default_secret_file(self.env).parent, "the secret's folder"))
-        for name in (ENV_SECRET_FILE, ENV_RUNNER_KEY_FILE):  # files named outside that folder
-            if self.env.get(name):
-                named.append((Path(self.env[name]).expanduser(), name))
-        socket = self.env.get("SSH_AUTH_SOCK")
-        if socket:
-            named.append((Path(socket).parent, "the folder of SSH_AUTH_SOCK"))
-        named.append((Path(f"/run/user/{os.getuid()}"), "the user's runtime folder"))
-        return named
-
-    def hiding_the_repository(self) -> TrustFailure | None:
-        """A hidden folder that holds the checkout or its .git would hide them from every
-        step, and git would fail in each: the runner's setup, refused before the run."""
-        for path, what in self.hidden_named():
-            folder = path.resolve()
-            for kept in dict.fromkeys([self.repo_root.resolve(), self.common_dir.resolve()]):
-                if folder.is_dir() and kept.is_relative_to(folder):
-                    return TrustFailure(
-                        f"{kept} lies inside {folder} ({what}), which every contained step has "
-                        f"hidden, so no step could see the repository; {_move(what, folder)}"
-                    )
-        return None
-
-    def bound(self) -> list[Shown]:
-        """Each of the config's `sandbox_binds` as the step sees it: a `~/` path is the
-        runner's, seen at the same place in the goal's home. A bind that would show a hidden
-        path or the repository is refused (exit 2) by name."""
-        shown = []
-        for index, bind in enumerate(self.binds):
-            source, target = _source(bind, self.env), Path(bind.path)
-            if bind.path.startswith("~/"):
-                target = self.home() / bind.path[2:]
-            self._check_bind(f"sandbox_binds[{index}]", str(bind), source)
-            shown.append(Shown(source, target, bind.writable))
-        return shown
-
-    def _check_bind(self, key: str, text: str, source: Path) -> None:
-        shown = source.resolve()
-        for kept in (*self.hidden(), self.repo_root, self.common_dir):
-            kept = kept.resolve()
-            if shown.is_relative_to(kept) or kept.is_relative_to(shown):
-                raise invalid(
-                    ".harness/config.yaml",
-                    key,
-                    f"{text!r} would let a step see or write {kept}",
-                    "a path outside the repository, ~/.ssh, ~/.gnupg and the secret's folder",
-                )
-
-
-def homes_root(env: Mapping[str, str]) -> Path:
-    """Where every repository's per-goal homes are kept on this runner."""
-    state = env.get("XDG_STATE_HOME") or str(_real_home(env) / ".local" / "state")
-    return Path(state) / "goal-harness" / "homes"
-
-
-@dataclass(frozen=True)
-class Shown:
-    """A `sandbox_binds` entry as mounted: the runner's path, where the step sees it, and
-    whether the step may write it (`rw:`)."""
-
-    source: Path
-    target: Path
-    writable: bool
-
-
-def _move(what: str, folder: Path) -> str:
-    if what == "the folder of SSH_AUTH_SOCK":
-        return (
-            "start the agent with a socket in a folder of its own "
-            "(ssh-agent -a ~/.ssh/agent.sock), or move the repository out of it"
-        )
-    return f"move the repository out of {folder}"
-
-
-def bind_sources(binds: Sequence[Bind], env: Mapping[str, str]) -> list[Path]:
-    """Each `sandbox_binds` entry as the runner's path (a `~/` path in the runner's home)."""
-    return [_source(bind, env) for bind in binds]
-
-
-def _source(bind: Bind, env: Mapping[str, str]) -> Path:
-    path = bind.path
-    return _real_home(env) / path[2:] if path.startswith("~/") else Path(path)
-
-
-def _real_home(env: Mapping[str, str]) -> Path:
-    return Path(env.get("HOME") or pwd.getpwuid(os.getuid()).pw_dir).expanduser()
-
-
 def _hide(path: Path) -> list[str]:
     try:
         info = os.stat(path)
@@ -363,10 +236,12 @@ def bwrap_argv(
     work: Path,
     scratch: Path | None,
     network: bool = True,
+    egress: Path | None = None,
 ) -> list[str]:
     """`argv` under bwrap: `work` (the worktree itself or a throw-away layer) is mounted
     writable at the worktree's path; everything else as the module docstring says. Without
-    `network`, the step has a network namespace of its own (only its own loopback)."""
+    `network`, the step has a network namespace of its own (only its own loopback); with
+    `egress` too, the proxy's socket is bound in read-only (`egress.py`)."""
     worktree = os.fspath(place.worktree.resolve())
     home = place.home()
     args = [bwrap, *_base_args(_identity(bwrap)[0]), *([] if network else ["--unshare-net"])]
@@ -388,6 +263,8 @@ def bwrap_argv(
         args += hide_bound((bind.source, bind.target) for bind in binds)
     if scratch is not None:
         args += ["--bind", os.fspath(scratch), os.fspath(scratch)]
+    if egress is not None and not network:
+        args += ["--ro-bind", os.fspath(egress), INSIDE]
     args += ["--bind", os.fspath(work), worktree, "--chdir", worktree]
     return [*args, "--", *argv]
 
@@ -423,6 +300,7 @@ class Contained:
     host_env: dict[str, str] = field(default_factory=dict)  # for reading its records
     bwrap: bool = False  # `argv` runs the command under bwrap (steps.run_step's `bwrap`)
     prepare: Mounter | None = None  # mounts the layer's overlay (steps.run_step's `prepare`)
+    egress: EgressProxy | None = None  # the step's proxy, when its goal names an allowlist
 
     @property
     def records_env(self) -> dict[str, str]:
@@ -453,12 +331,14 @@ def contain(
     scratch: Path | None = None,
     keep: Sequence[str] = (),
     network: bool = True,
+    allow: Allowlist | None = None,
 ) -> Iterator[Contained]:
     """The step's argv and env, contained when the sandbox is on. A read-only step works on
     a throw-away layer over the worktree (`layer.py`: an overlay or a copy), removed
     afterwards; the files named in `keep` (a
     JUnit report) are copied back into the worktree first, so the harness reads them where
-    it always has."""
+    it always has. With `allow` (and `network` false) the step's only way out is its own
+    egress proxy (`egress.py`), whose record `Contained.egress` reads."""
     with contextlib.ExitStack() as stack:
         if not writable:  # a fresh empty home (Place.home), contained or not
             fresh = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="harness-home-")))
@@ -473,11 +353,19 @@ def contain(
         check = _check_argv(sandbox.bwrap, _identity(sandbox.bwrap)[0]) if sandbox.overlay else None
         layer = None if writable else stack.enter_context(layer_of(place.worktree, overlay=check))
         work = place.worktree if layer is None else layer.work
-        full = bwrap_argv(sandbox.bwrap, place, argv, work=work, scratch=scratch, network=network)
+        proxy = None
+        inner, inner_env = list(argv), contained_env(env, place)
+        if allow is not None and not network:
+            proxy = stack.enter_context(egress_proxy(allow, env))
+            inner, inner_env = forwarder_argv(inner), inner_env | proxy_env(allow)
+        egress = None if proxy is None else proxy.socket
+        full = bwrap_argv(
+            sandbox.bwrap, place, inner, work=work, scratch=scratch, network=network, egress=egress
+        )
         shown = None if layer is None else layer.folder
         prepare = None if layer is None else layer.prepare
         host = _host_env(place, env)
-        yield Contained(full, contained_env(env, place), shown, host, bwrap=True, prepare=prepare)
+        yield Contained(full, inner_env, shown, host, True, prepare, proxy)
         if layer is not None:
             for rel in keep:
                 _copy_out(layer.written, place.worktree, rel)

@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, cast
 
 from harness.record.cell import Cell
+from harness.record.egress import summary, table_rows
 from harness.record.events import EventType
 from harness.record.fold import apply
 from harness.record.ledger import Event, Record
@@ -199,6 +200,9 @@ class Collector:
             row = StepRow(event.seq, event.ts, key[0], as_text(event.data.get("call_id")), False)
             self.row(event.iteration, row)
         row.outcome = outcome(event)
+        said = summary(event.data)
+        if said is not None:
+            row.egress = (said, tuple(table_rows(event.data)))
         if event.step == "build":
             self.chart.add(Point(self.chart.count + 1, self.cell.used, self.cell.limit))
 

@@ -124,6 +124,9 @@ class StepRow:
     containment: str = ""  # render.containment's words; "" when the start is not on record
     outcome: Outcome | None = None
     cutoff: tuple[int, int] | None = None  # (seq of step.cutoff, paths it left changed)
+    # A step with an allowlist: its egress summary and one row per recorded destination
+    # (destination, verdict, tries, sent, received; record/egress.py), None for any other.
+    egress: tuple[str, tuple[tuple[str, str, str, str, str], ...]] | None = None
 
 
 @dataclass(frozen=True)

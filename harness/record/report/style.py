@@ -44,6 +44,7 @@ white-space:nowrap;border:1px solid transparent}
 .tone-info{background:var(--info-bg);color:var(--info);border-color:#b6e3ff}
 .tone-neutral{background:var(--soft);color:var(--muted);border-color:var(--line)}
 .containment{display:block;font-size:11px;color:var(--muted)}.uncontained{color:var(--warn)}
+.egress{margin-top:4px;font-size:11px}.egress caption{text-align:left;color:var(--muted)}.egress-denied td{color:var(--fail)}
 .tag{white-space:nowrap;font-size:11px;color:var(--warn);border:1px solid #f5e0a0;border-radius:4px;padding:0 4px}
 .timeline td:nth-child(2),.entries td:nth-child(2){color:var(--muted);white-space:nowrap}
 .timeline thead th:last-child{width:38%}

@@ -152,7 +152,38 @@ def _detail(row: StepRow) -> Html:
         parts.append(f"cut off (#{row.cutoff[0]:,}); work in progress kept: {kept}; run again")
     if row.outcome is not None and row.outcome.detail:
         parts.append(row.outcome.detail)
-    return html('<span class="text">{}</span>{}', "\n".join(parts), _containment(row.containment))
+    return html(
+        '<span class="text">{}</span>{}{}',
+        "\n".join(parts),
+        _containment(row.containment),
+        _egress(row),
+    )
+
+
+_EGRESS_HEADINGS = ("destination", "verdict", "tries", "bytes sent", "bytes received")
+
+
+def _egress(row: StepRow) -> Html:
+    """Where a step with an allowlist connected, as the proxy recorded it (sandbox.md)."""
+    if row.egress is None:
+        return EMPTY
+    said, rows = row.egress
+    body = join(
+        html(
+            '<tr class="egress-{}">{}</tr>',
+            "denied" if cells[1].startswith("denied") else "allowed",
+            join(html("<td>{}</td>", cell) for cell in cells),
+        )
+        for cells in rows
+    )
+    head = heading_cells(_EGRESS_HEADINGS) if rows else EMPTY
+    return html(
+        '<table class="egress"><caption>{}</caption><thead><tr>{}</tr></thead>'
+        "<tbody>{}</tbody></table>",
+        said,
+        head,
+        body,
+    )
 
 
 def _mark_row(row: MarkRow) -> Html:
