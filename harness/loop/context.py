@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from harness.errors import TrustFailure
 from harness.loop.clock import Clock
@@ -15,6 +15,19 @@ from harness.trust.redact import Redactor
 from harness.trust.runnerkey import RunnerKey, load_runner_key, runner_key_file
 from harness.trust.runners import RUNNERS_PATH, SIGN_HINT
 from harness.trust.secret import Secret
+
+if TYPE_CHECKING:
+    from harness.trust.approvals import SignedRecord
+
+
+@dataclass(frozen=True)
+class Pending:
+    """A decision signed on this machine and acted on at once (`harness ship` with the
+    secret), not on the control ref yet: its record and its envelope's line, for the
+    attestation its ship step gets (`loop/attest.py`)."""
+
+    records: tuple[SignedRecord, ...] = ()
+    envelopes: bytes = b""
 
 
 @dataclass(frozen=True)
@@ -28,6 +41,7 @@ class RunContext:
     remote: Remote | None = None
     runner: str = ""
     progress: TextIO | None = None  # a terminal to show the running step on
+    pending: Pending = Pending()
 
     @functools.cached_property
     def redactor(self) -> Redactor:
