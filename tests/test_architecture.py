@@ -325,6 +325,7 @@ RAW_WRITES = {
     ("harness.commands.jobs", "_Worker.__init__"): "the secret, into a worker's pipe",
     ("harness.commands.replay", "_write"): "the renderer's bytes, sanitised field by field",
     ("harness.commands.diff", "diff"): "git's own diff, byte for byte (cli.md, `harness diff`)",
+    ("harness.commands.attest", "_write_bundle"): "canonical JSON of DSSE envelopes: ASCII only",
 }
 
 

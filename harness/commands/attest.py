@@ -52,12 +52,18 @@ def attest(
     for note in made.notes:
         err.write(line(f"harness: {goal_id}: {note}"))
     if out_file is None:
-        out.write(made.data)
+        _write_bundle(made.data, out)
     else:
         atomic_write(out_file, made.data)
         count = len(made.data.splitlines())
         err.write(line(f"wrote {out_file}: {count} envelopes for {made.ship_commit}"))
     return 0
+
+
+def _write_bundle(data: bytes, out: BinaryIO) -> None:
+    """The bundle to stdout, as written to a file: ASCII alone (base64 payloads and
+    signatures, hex keyids), so nothing in it is a terminal's control character."""
+    out.write(data)
 
 
 def _runner_key(env: Mapping[str, str], control: Control) -> RunnerKey:

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 
 ENV_ATTESTATION = "HARNESS_ATTESTATION"
 BUNDLE_NAME = "attestation.jsonl"
+NONE_PENDING = Pending()
 
 
 @dataclass(frozen=True)
@@ -46,7 +47,7 @@ def make_bundle(
     goal_id: str,
     git_dir: Path,
     key: RunnerKey,
-    pending: Pending = Pending(),
+    pending: Pending = NONE_PENDING,
 ) -> Bundle:
     """The bundle of the goal's last shipped run; InvalidInput naming what is missing (no
     ship decision used, no attest extra), TrustFailure where a signature does not hold."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TextIO
 
 from harness.errors import TrustFailure
@@ -41,7 +41,7 @@ class RunContext:
     remote: Remote | None = None
     runner: str = ""
     progress: TextIO | None = None  # a terminal to show the running step on
-    pending: Pending = Pending()
+    pending: Pending = field(default_factory=Pending)
 
     @functools.cached_property
     def redactor(self) -> Redactor:
