@@ -107,9 +107,9 @@ def one_byte_edits(envelope: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 @pytest.fixture
-def shipped(managed: ManagedFactory, tmp_path: Path) -> tuple[ManagedRepo, str]:
-    """A goal taken to its ship gate by a listed runner, shipped by the owner; returns the
-    repository and the runner's public key line."""
+def shipped(managed: ManagedFactory, tmp_path: Path, contained: None) -> tuple[ManagedRepo, str]:
+    """A goal taken to its ship gate by a listed runner, shipped by the owner, its steps
+    contained; returns the repository and the runner's public key line."""
     goal = base_goal() | {"ship": SHIP}
     goal["judge"] = goal["judge"] | {"run": [goal["judge"]["run"][0], "junit_judge.py"]}
     goal["judge"]["junit"] = "reports/junit.xml"
@@ -198,10 +198,9 @@ def test_attest_bundle_verifies_with_in_toto_and_securesystemslib(
         "errors": 0,
         "skipped": 1,
     }
-    ship_finished = [
-        e for e in replay["events"] if e["type"] == "step.finished" and e["step"] == "ship"
-    ]
-    assert ship_finished[-1]["data"]["attestation"] == hashlib.sha256(seen).hexdigest()
+    ship = [e for e in replay["events"] if e["step"] == "ship"]
+    assert ship[0]["type"] == "step.started" and ship[0]["data"]["sandbox"] == "bwrap"
+    assert ship[-1]["data"]["attestation"] == hashlib.sha256(seen).hexdigest()
 
 
 def test_attest_refuses_an_envelope_no_owner_signed_and_notes_a_missing_one(
@@ -231,3 +230,39 @@ def test_attest_refuses_an_envelope_no_owner_signed_and_notes_a_missing_one(
     no_key = repo.harness("attest", "g1", env=without_key, check=3)
     assert "this machine has no runner key" in no_key.stderr
     assert "harness runner-key new" in no_key.stderr
+
+
+def test_without_the_attest_extra_the_goal_ships_and_attest_says_how(
+    managed: ManagedFactory, tmp_path: Path
+) -> None:
+    goal = base_goal() | {
+        "ship": {
+            "run": ["sh", "-c", 'echo "${HARNESS_ATTESTATION:-none}" > "$TEST_COUNTER_DIR/given"']
+        }
+    }
+    repo = managed(goal=goal, mode="fix-on-1")
+    key_file = tmp_path / "runner-config" / "runner-key"
+    list_runner(repo, "runner-1", key_file)
+    repo.env["HARNESS_RUNNER_KEY_FILE"] = str(key_file)
+    repo.harness("run", check=0)
+    # The extra missing, for real: a securesystemslib that cannot be imported comes first.
+    shadow = tmp_path / "shadow" / "securesystemslib"
+    shadow.mkdir(parents=True)
+    (shadow / "__init__.py").write_text(
+        'raise ModuleNotFoundError("No module named \'securesystemslib\'", name="securesystemslib")\n'
+    )
+    env = repo.env | {"PYTHONPATH": str(shadow.parent)}
+    refused = repo.harness("attest", "g1", env=env, check=2)
+    assert refused.stderr == (
+        "harness: attestations need the attest extra (securesystemslib is not installed): "
+        "pip install 'goal-harness[attest]'\n"
+    )
+    signed = repo.harness("ship", "g1", "--key", str(repo.key.private), env=env, check=0)
+    assert "note: no attestation envelope of this decision: " in signed.stdout
+    assert repo.status()["status"] == "completed"
+    assert not (repo.root / "goals" / "g1.dsse.jsonl").exists()
+    assert (repo.counters / "given").read_text() == "none\n"
+    replay = json.loads(repo.harness("replay", "g1", "--format", "json", check=0).stdout)
+    finished = [e for e in replay["events"] if e["type"] == "step.finished" and e["step"] == "ship"]
+    assert "attestation" not in finished[-1]["data"]
+    assert "pip install 'goal-harness[attest]'" in finished[-1]["data"]["attestation_missing"]
