@@ -225,6 +225,15 @@ def test_attest_refuses_an_envelope_no_owner_signed_and_notes_a_missing_one(
     assert len(made.stdout.splitlines()) == 3
     assert "goals/g1.dsse.jsonl: no envelope of the ship decision used" in made.stderr
 
+    # The ship decision's SSHSIG record removed from the approvals: its signer is unknown.
+    approval = repo.root / "goals" / "g1.approval"
+    approval.write_text(approval.read_text().split("\n\n")[0] + "\n")
+    git(repo.root, "commit", "-qam", "rewrite the approvals")
+    rewritten = repo.harness("attest", "g1", check=3)
+    assert "goals/g1.approval: no record whose signature verifies is the one event " in (
+        rewritten.stderr
+    )
+
     without_key = {k: v for k, v in repo.env.items() if k != "HARNESS_RUNNER_KEY_FILE"}
     without_key["XDG_CONFIG_HOME"] = str(tmp_path / "no-key-here")
     no_key = repo.harness("attest", "g1", env=without_key, check=3)
