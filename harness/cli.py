@@ -320,6 +320,19 @@ def trace(goal_id: str, out_file: Path | None, run_number: int | None) -> None:
 
 @cli.command()
 @click.argument("goal_id")
+@_path_option("--out", "out_file", "Write the bundle to this file instead of stdout.")
+def attest(goal_id: str, out_file: Path | None) -> None:
+    """A shipped goal's in-toto attestations: DSSE envelopes, one a line (JSON Lines).
+
+    Example: harness attest fix-login-timeout --out fix-login-timeout.intoto.jsonl
+    """
+    from harness.commands.attest import attest as run_attest
+
+    _done(run_attest(_cwd(), goal_id, out_file, _env(), sys.stdout.buffer))
+
+
+@cli.command()
+@click.argument("goal_id")
 @click.option("--iteration", type=int, metavar="N", help="Only what build N changed.")
 @click.option("--stat", is_flag=True, help="git's --stat: files and line counts.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document (files, patch).")

@@ -326,6 +326,7 @@ RAW_WRITES = {
     ("harness.commands.replay", "_write"): "the renderer's bytes, sanitised field by field",
     ("harness.commands.diff", "diff"): "git's own diff, byte for byte (cli.md, `harness diff`)",
     ("harness.commands.trace", "trace"): "OTLP/JSON, every text value sanitised (traceattrs)",
+    ("harness.commands.attest", "_write_bundle"): "canonical JSON of DSSE envelopes: ASCII only",
 }
 
 

@@ -24,7 +24,7 @@ from harness.commands.remote_goal import (
 from harness.commands.session import Session, open_session
 from harness.errors import InvalidInput, TrustFailure
 from harness.loop.clock import SystemClock
-from harness.loop.context import RunContext
+from harness.loop.context import Pending, RunContext
 from harness.loop.control import OWNERS_PATH, Control
 from harness.record.cell import Cell, parse_cell, peek_cell
 from harness.record.events import WAITING
@@ -50,10 +50,12 @@ from harness.trust.decisions import (
 )
 from harness.trust.owners import principals_for_key
 from harness.trust.secret import Secret
-from harness.trust.sshsig import sign, verify
+from harness.trust.sshsig import load_private_key, sign_with, verify
 from harness.trust.statement import Statement
 
 if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
     from harness.loop.notify import Seen
 
 # `harness ship` acted at once and the ship step failed: the goal waits at ship_failed.
@@ -135,15 +137,23 @@ def _sign_decision(
         commit=cell.gate_commit,
         ledger=str(cell.position),
     )
-    armored = sign(statement.to_bytes(), key, passphrase(env))
+    private = load_private_key(key, passphrase(env))
+    armored = sign_with(private, statement.to_bytes())
     signers = principals_for_key(control.owners(), verify(statement.to_bytes(), armored))
     if not signers:
         raise TrustFailure(
             f"{key}: this key is not listed in .harness/owners on {control.ref}; "
             "only an owner can sign a decision (nothing was written)"
         )
+    envelope = _ship_envelope(statement, private, out) if ship else None
     path = repo.root / "goals" / f"{goal_id}.approval"
     append_record(path, statement, armored)
+    also = []
+    if envelope is not None:
+        from harness.trust.shipenvelope import append_envelope, envelope_path
+
+        also.append(repo.root / envelope_path(goal_id))
+        append_envelope(also[0], envelope)
     unverified = "" if secret is not None else f" (state read unverified: {UNVERIFIED})"
     out.write(
         line(
@@ -152,13 +162,28 @@ def _sign_decision(
         )
     )
     if push is not None:  # the runner that follows the remote acts on it, not this clone
-        commit_decision(repo, control, push, path, goal_id, decision, out)
+        commit_decision(repo, control, push, path, goal_id, decision, out, also)
         return 0
     if secret is None or not (repo.worktree_path(goal_id) / ".git").exists():
-        out.write(line(f"next: commit goals/{goal_id}.approval; the next `harness run` acts on it"))
+        files = " and ".join(str(p.relative_to(repo.root)) for p in [path, *also])
+        out.write(line(f"next: commit {files}; the next `harness run` acts on it"))
         return 0
     record = load_approval_file(path, str(path))[-1]
-    return act_now(repo, control, secret, goal_id, record, env, out)
+    return act_now(repo, control, secret, goal_id, record, env, out, envelope)
+
+
+def _ship_envelope(statement: Statement, private: Ed25519PrivateKey, out: TextIO) -> bytes | None:
+    """The ship decision as a DSSE envelope signed with the same key, for the runner's
+    attestation bundle (attest.md); without the attest extra, none, and a line says so."""
+    from harness.trust.intoto import AttestUnavailable, require_attest
+    from harness.trust.shipenvelope import sign_decision
+
+    try:
+        require_attest()
+    except AttestUnavailable as exc:
+        out.write(line(f"note: no attestation envelope of this decision: {exc.message}"))
+        return None
+    return sign_decision(statement, private)
 
 
 def act_now(
@@ -169,7 +194,9 @@ def act_now(
     record: SignedRecord,
     env: Mapping[str, str],
     out: TextIO,
+    envelope: bytes | None = None,
 ) -> int:
+    """`envelope`: the decision's DSSE envelope, for the ship step's attestation."""
     from harness.loop.advance import advance_goal
     from harness.loop.otel import live_trace
 
@@ -178,8 +205,18 @@ def act_now(
         out.flush()
 
     trace = live_trace(env, sys.stderr)  # the steps it runs are exported as `run`'s are
+    pending = Pending((record,), envelope or b"")
     clock = SystemClock(env)
-    ctx = RunContext(control, secret, clock, print_line, env, runner=runner_id(repo), trace=trace)
+    ctx = RunContext(
+        control,
+        secret,
+        clock,
+        print_line,
+        env,
+        runner=runner_id(repo),
+        trace=trace,
+        pending=pending,
+    )
     try:
         with GoalLock(repo.harness_dir() / "locks", goal_id):
             before = _seen(repo, control, goal_id)

@@ -122,12 +122,20 @@ def require_control_checked_out(repo: Repo, control: Control) -> None:
 
 
 def commit_decision(
-    repo: Repo, control: Control, remote: str, path: Path, goal_id: str, decision: str, out: TextIO
+    repo: Repo,
+    control: Control,
+    remote: str,
+    path: Path,
+    goal_id: str,
+    decision: str,
+    out: TextIO,
+    also: Sequence[Path] = (),
 ) -> None:
+    """`also`: files committed with the approval file (a ship decision's envelope)."""
     from harness.store.controlref import commit_and_push
 
     message = f"harness: {decision} {goal_id}"
-    commit = commit_and_push(repo, remote, control.ref, path, message)
+    commit = commit_and_push(repo, remote, control.ref, path, message, also)
     branch = control.ref.removeprefix("refs/heads/")
     out.write(
         line(

@@ -10,7 +10,8 @@ sockets it hides in `sockets`, a read-only step's throw-away `layer`), appending
 committing a goal's events (`recorder`), what a run hands the loop (`context`, `clock`),
 the step's prompt (`prompt`), budget arithmetic (`spend`), what a step must not change
 (`guards`), the terminal's live line (`progress`), running a step's command (`steps`),
-the files of a change that hold a secret (`quarantine`), reading what an agent reports
+the files of a change that hold a secret (`quarantine`), a shipped goal's attestation
+bundle (`attest`), reading what an agent reports
 (`agents`), the agent CLIs it is tested with
 (`agents.support`), naming the failing test (`judge`) and the team's
 lessons (`lessons`).

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TextIO
 
 from harness.errors import TrustFailure
@@ -18,6 +18,17 @@ from harness.trust.secret import Secret
 
 if TYPE_CHECKING:
     from harness.loop.otel import LiveTrace
+    from harness.trust.approvals import SignedRecord
+
+
+@dataclass(frozen=True)
+class Pending:
+    """A decision signed on this machine and acted on at once (`harness ship` with the
+    secret), not on the control ref yet: its record and its envelope's line, for the
+    attestation its ship step gets (`loop/attest.py`)."""
+
+    records: tuple[SignedRecord, ...] = ()
+    envelopes: bytes = b""
 
 
 @dataclass(frozen=True)
@@ -32,6 +43,7 @@ class RunContext:
     runner: str = ""
     progress: TextIO | None = None  # a terminal to show the running step on
     trace: LiveTrace | None = None  # live export of spans (loop/otel.py), when asked for
+    pending: Pending = field(default_factory=Pending)
 
     @functools.cached_property
     def redactor(self) -> Redactor:

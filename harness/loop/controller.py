@@ -83,7 +83,7 @@ def finishers(
         "build": BuildFinish(rec, goal, ctx, commands),
         "judge": lambda ran: finish_judge(rec, ran, junit),
         "review": lambda ran: finish_review(rec, ran),
-        "ship": lambda ran: finish_ship(rec, ran, ship_hint(goal, commands)),
+        "ship": lambda ran: finish_ship(rec, ran, ship_hint(goal, commands), commands.attestation),
     }
 
 

@@ -37,6 +37,8 @@ from harness.model.lessons import Lesson
 from harness.record.events import StepName
 from harness.store.gitrepo import git_text
 
+NO_KEY = "this runner has no key to sign it with (`harness runner-key new`)"
+
 
 class StepCommands:
     """Runs one goal's step commands (and its lessons' checks) in their place, contained;
@@ -44,6 +46,9 @@ class StepCommands:
 
     def __init__(self, ctx: RunContext, goal: Goal, rec: Recorder) -> None:
         self.ctx, self.goal, self.rec = ctx, goal, rec
+        # What the last ship step was given as HARNESS_ATTESTATION (its bundle's SHA-256),
+        # or why it got none: recorded with its step.finished.
+        self.attestation: dict[str, str] = {}
 
     def execute(
         self,
@@ -92,6 +97,7 @@ class StepCommands:
                 signed = git_text(["rev-parse", "HEAD"], cwd)
                 records = self.rec.ledger.records()
                 env |= ship_env(records, wt.path, goal.id, goal.objective, signed)
+                env |= self.attest(scratch, env.get("HARNESS_SHIP_COMMIT"))
                 refused = unfaithful_refusal(cwd, self.rec.ledger.records())
             meter, egress = None, None
             try:
@@ -121,6 +127,32 @@ class StepCommands:
             if cwd != wt.path:
                 wt.remove_checkout(cwd)
             shutil.rmtree(scratch, ignore_errors=True)
+
+    def attest(self, scratch: Path, ship_commit: str | None) -> dict[str, str]:
+        """`HARNESS_ATTESTATION`: the bundle `harness attest` writes, in the step's scratch
+        folder (bound into the sandbox, as the prompt is). Without it the step still ships:
+        why is kept in `self.attestation` for its `step.finished` (attest.md)."""
+        from harness.errors import HarnessError
+        from harness.loop.attest import BUNDLE_NAME, ENV_ATTESTATION, make_bundle
+
+        key = self.ctx.runner_key
+        if key is None:
+            self.attestation = {"attestation_missing": NO_KEY}
+            return {}
+        try:
+            records = list(self.rec.ledger.records())
+            made = make_bundle(
+                self.ctx.control, records, self.goal.id, self.rec.wt.path, key, self.ctx.pending
+            )
+        except HarnessError as exc:
+            self.attestation = {"attestation_missing": exc.message}
+            return {}
+        if made.ship_commit != ship_commit:  # one record, one commit: never a second one
+            self.attestation = {"attestation_missing": f"its subject is not {ship_commit}"}
+            return {}
+        (scratch / BUNDLE_NAME).write_bytes(made.data)
+        self.attestation = {"attestation": made.sha256}
+        return {ENV_ATTESTATION: str(scratch / BUNDLE_NAME)}
 
     # ---- containment (sandbox.md) ---------------------------------------------------------
 

@@ -16,7 +16,7 @@ from harness.loop import quarantine
 from harness.loop.agents import Usage
 from harness.loop.egress import park_on_denied
 from harness.loop.guards import is_protected
-from harness.loop.judge import first_failing_test
+from harness.loop.judge import first_failing_test, junit_counts
 from harness.loop.recorder import Recorder, fit_text
 from harness.loop.steps import StepResult
 from harness.model.limits import Halt
@@ -115,12 +115,16 @@ def finish(rec: Recorder, ran: Ran, data: dict[str, Any]) -> None:
 def finish_judge(rec: Recorder, ran: Ran, junit: str | None) -> None:
     """`junit`: the goal's `judge.junit`, the test report the judge writes."""
     failing = None
+    junit_path = rec.wt.path / junit if junit else None
     if not ran.passed:
-        junit_path = rec.wt.path / junit if junit else None
         failing = first_failing_test(ran.result.output_tail, junit_path)
+    extra: dict[str, Any] = {"result": ran.verdict, "failing_test": failing}
+    counts = junit_counts(junit_path) if junit_path is not None else None
+    if counts is not None:  # what the attestation's test-result says (attest.md)
+        extra["junit"] = counts
     if junit:
         drop_untracked(rec.wt, junit)
-    finish_read_only(rec, ran, {"result": ran.verdict, "failing_test": failing})
+    finish_read_only(rec, ran, extra)
 
 
 def finish_review(rec: Recorder, ran: Ran) -> None:
@@ -132,9 +136,16 @@ def finish_plan(rec: Recorder, ran: Ran) -> None:
     finish_review(rec, ran)  # the same record: its stdout goes into the first prompt
 
 
-def finish_ship(rec: Recorder, ran: Ran, hint: Callable[[], str] | None = None) -> None:
-    """`hint`: what else a failed ship's detail says (shipremote.sandbox_hint)."""
-    rec.emit("step.finished", ran.step, ran.iteration, ran.data() | {"result": ran.verdict})
+def finish_ship(
+    rec: Recorder,
+    ran: Ran,
+    hint: Callable[[], str] | None = None,
+    attestation: Mapping[str, str] | None = None,
+) -> None:
+    """`hint`: what else a failed ship's detail says (shipremote.sandbox_hint);
+    `attestation`: the bundle the step was given, or why none (`execute.attest`)."""
+    data = ran.data() | {"result": ran.verdict} | dict(attestation or {})
+    rec.emit("step.finished", ran.step, ran.iteration, data)
     if ran.passed:
         data = {"commit": rec.wt.head(), "detail": "shipped"}
         rec.emit("goal.completed", None, ran.iteration, data)

@@ -69,16 +69,28 @@ def _line_failure(line: str) -> str | None:
 
 
 def _junit_failures(path: Path) -> tuple[str, ...]:
+    collector = _collected(path)
+    return tuple(dict.fromkeys(collector.failed)) if collector is not None else ()
+
+
+def junit_counts(path: Path) -> dict[str, int] | None:
+    """The JUnit file's test cases counted (`tests`, and those with a `failures`, `errors` or
+    `skipped` child), for the record; None when it is missing, refused or does not parse."""
+    collector = _collected(path)
+    return dict(collector.counts) if collector is not None else None
+
+
+def _collected(path: Path) -> _JUnitCollector | None:
     try:
         data = read_untrusted_file(path, MAX_JUNIT_BYTES)
     except (OSError, ValueError):
-        return ()
+        return None
     collector = _JUnitCollector()
     try:
         collector.parse(data)
     except (_Refused, xml.parsers.expat.ExpatError, ValueError, RecursionError):
-        return ()
-    return tuple(dict.fromkeys(collector.failed))
+        return None
+    return collector
 
 
 def read_untrusted_file(path: Path, limit: int) -> bytes:
@@ -103,17 +115,23 @@ def read_untrusted_file(path: Path, limit: int) -> bytes:
     return data
 
 
+_OUTCOMES = ("error", "failure", "skipped")
+_COUNTED = {"error": "errors", "failure": "failures", "skipped": "skipped"}
+
+
 class _Refused(Exception):
     """The document declares a DOCTYPE or entities: refused, never expanded."""
 
 
 class _JUnitCollector:
-    """Streams the XML through expat, keeping only the failing testcases' ids."""
+    """Streams the XML through expat, keeping the failing testcases' ids and the counts."""
 
     def __init__(self) -> None:
         self.failed: list[str] = []
+        self.counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
         self._case: str | None = None
         self._case_failed = False
+        self._case_outcome: str | None = None
         self._depth = 0
         self._case_depth = 0
 
@@ -135,14 +153,24 @@ class _JUnitCollector:
             self._case = _case_id(attrs)
             self._case_depth = self._depth
             self._case_failed = False
-        elif tag in ("failure", "error") and self._depth == self._case_depth + 1:
-            self._case_failed = self._case is not None
+            self._case_outcome = None
+        elif self._depth == self._case_depth + 1 and tag in _OUTCOMES:
+            self._case_failed = self._case_failed or (
+                tag in ("failure", "error") and self._case is not None
+            )
+            # A case counts once: an error outranks a failure, which outranks a skip.
+            outcome = self._case_outcome
+            if outcome is None or _OUTCOMES.index(tag) < _OUTCOMES.index(outcome):
+                self._case_outcome = tag
 
     def _end(self, tag: str) -> None:
         if tag == "testcase":
             if self._case is not None and self._case_failed:
                 self.failed.append(self._case)
-            self._case = None
+            self.counts["tests"] += 1
+            if self._case_outcome is not None:
+                self.counts[_COUNTED[self._case_outcome]] += 1
+            self._case_depth = -2
         self._depth -= 1
 
 

@@ -185,6 +185,15 @@ class EgressEntry(TypedDict):
     why: NotRequired[str]
 
 
+class JUnitCounts(TypedDict):
+    """A judge's JUnit file, counted: test cases, and those that failed, erred, were skipped."""
+
+    tests: int
+    failures: int
+    errors: int
+    skipped: int
+
+
 StepResultWord = Literal[
     "pass", "fail", "tamper", "violation", "unavailable", "secret", "unrunnable"
 ]
@@ -244,6 +253,13 @@ class StepFinished(TypedDict):
     # judge, review, plan
     failing_test: NotRequired[str | None]
     stdout_tail: NotRequired[str | None]
+    # judge with `junit:`: the counts its JUnit file gave (absent in older records, and
+    # where the file was missing or unreadable)
+    junit: NotRequired[JUnitCounts]
+    # ship: the SHA-256 of the bundle it got as HARNESS_ATTESTATION, or why it got none
+    # (docs/specs/attest.md; absent in older records)
+    attestation: NotRequired[str]
+    attestation_missing: NotRequired[str]
 
 
 class DoneBlocked(TypedDict):

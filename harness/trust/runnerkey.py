@@ -57,10 +57,14 @@ class RunnerKey:
     def public_line(self) -> str:
         return public_key_line(self.public_blob)
 
-    def sign(self, message: bytes, namespace: str) -> str:
+    def private_key(self) -> Ed25519PrivateKey:
+        """The private key, decrypted (and cryptography imported) at its first use."""
         if self._private is None:
             self._private = load_private_key(self.path)
-        return sign_with(self._private, message, namespace)
+        return self._private
+
+    def sign(self, message: bytes, namespace: str) -> str:
+        return sign_with(self.private_key(), message, namespace)
 
 
 def load_runner_key(env: Mapping[str, str]) -> RunnerKey | None:

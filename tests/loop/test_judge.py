@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.loop.judge import MAX_JUNIT_BYTES, failing_tests, first_failing_test
+from harness.loop.judge import MAX_JUNIT_BYTES, failing_tests, first_failing_test, junit_counts
 from harness.loop.steps import child_env, run_step
 
 DATA = Path(__file__).resolve().parents[1] / "data"
@@ -122,6 +122,39 @@ def test_junit_cases(tmp_path: Path, xml: bytes, expected: tuple[str, ...]) -> N
         tmp_path / "j.xml", b"<testsuites><testsuite>" + xml + b"</testsuite></testsuites>"
     )
     assert failing_tests("", junit) == expected
+
+
+def _counts(tests: int, failures: int = 0, errors: int = 0, skipped: int = 0) -> dict[str, int]:
+    return {"tests": tests, "failures": failures, "errors": errors, "skipped": skipped}
+
+
+@pytest.mark.parametrize(
+    ("xml", "expected"),
+    [
+        (b'<testcase name="a"/><testcase name="b"/>', _counts(2)),
+        (b'<testcase name="a"><failure/></testcase><testcase name="b"/>', _counts(2, 1)),
+        (b'<testcase name="a"><skipped/></testcase>', _counts(1, skipped=1)),
+        # A case counts once: an error outranks a failure, a failure a skip.
+        (b'<testcase name="a"><failure/><error/><skipped/></testcase>', _counts(1, errors=1)),
+        (b'<testcase name="a"><skipped/><failure/></testcase>', _counts(1, 1)),
+        # Only a test case's own children count.
+        (b'<testcase name="a"><x><failure/></x></testcase><failure/>', _counts(1)),
+        (b"", _counts(0)),
+    ],
+)
+def test_junit_counts(tmp_path: Path, xml: bytes, expected: dict[str, int]) -> None:
+    junit = _write(
+        tmp_path / "j.xml", b"<testsuites><testsuite>" + xml + b"</testsuite></testsuites>"
+    )
+    assert junit_counts(junit) == expected
+
+
+def test_junit_counts_of_pytest_and_of_a_file_refused_or_missing(tmp_path: Path) -> None:
+    assert junit_counts(tmp_path / "missing.xml") is None
+    assert junit_counts(_write(tmp_path / "bad.xml", b"<testsuite><testcase")) is None
+    assert junit_counts(DATA / "judge_junit_billion_laughs.xml") is None
+    # pytest's own file: the counts its <testsuite> attributes state.
+    assert junit_counts(DATA / "judge_junit_pytest.xml") == _counts(6, 2, 1, 1)
 
 
 def test_junit_wins_over_output() -> None:
