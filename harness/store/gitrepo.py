@@ -283,8 +283,8 @@ class Repo:
                 "its commit again (`git reflog`, a remote or another clone)"
             )
         if not oid and ref == "HEAD":
-            oid = run_git(["rev-parse", "-q", "--verify", "HEAD"], self.root, check=False)
-            oid = oid.stdout.decode().strip()
+            head = run_git(["rev-parse", "-q", "--verify", "HEAD"], self.root, check=False)
+            oid = head.stdout.decode().strip()
         if not oid:
             return InvalidInput(f"{self.root}: the repository has no commits yet; commit first")
         read = run_git(["cat-file", "-t", oid], self.root, check=False)

@@ -5,6 +5,7 @@ worktrees git has registered."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -28,6 +29,9 @@ from harness.store.gitrepo import (
 )
 from harness.store.gitversion import needs_ref_fsync
 from harness.store.lock import worktree_admin
+from harness.store.objects import ref_trouble, restore_hint
+
+_COMMIT_ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 
 
 def open_worktree(repo: Repo, goal_id: str, branch: str) -> Worktree | None:
@@ -37,28 +41,50 @@ def open_worktree(repo: Repo, goal_id: str, branch: str) -> Worktree | None:
 
 def checked_worktree(path: Path, branch: str) -> Worktree | None:
     """The worktree at `path` if it exists, checked to be on `branch` (TrustFailure when it
-    is on another branch or a detached HEAD: nothing there is used or moved)."""
+    is on another branch or a detached HEAD, or its branch is gone: nothing there is used
+    or moved)."""
     if not (path / ".git").exists():
         return None
     wt = Worktree(path)
-    actual = (
-        run_git(["symbolic-ref", "-q", "--short", "HEAD"], path, check=False)
-        .stdout.decode()
-        .strip()
+    # One process: the full name of HEAD's branch, "HEAD" when detached; it fails when the
+    # branch HEAD names is missing or broken, and the HEAD file then says which it is.
+    named = run_git(["rev-parse", "--symbolic-full-name", "HEAD"], path, check=False)
+    actual = named.stdout.decode().strip().removeprefix("refs/heads/")
+    if actual == branch and named.returncode == 0:
+        return wt
+    if named.returncode != 0 and _head_file_names(path, branch):
+        raise branch_gone(path, branch)
+    raise TrustFailure(
+        f"{path}: the worktree is on {actual if actual not in ('', 'HEAD') else 'a detached HEAD'!r}"
+        f", not {branch!r}; check it out again or remove it with `git worktree remove`"
     )
-    if actual != branch and _head_file_names(path, branch):
-        raise TrustFailure(
-            f"{path}: the goal branch {branch!r} names no commit (its ref is empty or broken, as "
-            "a power cut can leave it); the worktree and its uncommitted events are intact: do "
-            "not remove it; fetch the goal branch from the remote or another clone, or run "
-            "`git fsck` to see what was lost"
-        )
-    if actual != branch:
-        raise TrustFailure(
-            f"{path}: the worktree is on {actual or 'a detached HEAD'!r}, not {branch!r}; "
-            "check it out again or remove it with `git worktree remove`"
-        )
-    return wt
+
+
+def branch_gone(path: Path, branch: str) -> TrustFailure:
+    """The goal branch names no commit while its worktree at `path` is kept on it: a deleted
+    branch, or a ref a power cut left empty. Said in one line with how to put it back, never
+    as git's "Not a valid object name HEAD" (cli.md, "A lost record")."""
+    trouble = ref_trouble(path, f"refs/heads/{branch}") or "names no commit"
+    last = _last_logged(path)
+    return TrustFailure(
+        f"{path}: the goal branch {branch!r} {trouble} while its worktree is kept on it; the "
+        "worktree and its uncommitted events are intact: do not remove it; "
+        + restore_hint(branch, trouble, last)
+    )
+
+
+def _last_logged(path: Path) -> str | None:
+    """The last commit the worktree's HEAD log names, when git still has that commit."""
+    try:
+        link = (path / ".git").read_text(encoding="utf-8").strip()
+        log = (path / link.removeprefix("gitdir:").strip() / "logs" / "HEAD").read_bytes()
+        last = log.splitlines()[-1].split()[1].decode("ascii")
+    except (OSError, UnicodeDecodeError, IndexError):
+        return None
+    if not _COMMIT_ID.fullmatch(last):
+        return None
+    held = run_git(["cat-file", "-e", f"{last}^{{commit}}"], path, check=False)
+    return last if held.returncode == 0 else None
 
 
 def _head_file_names(path: Path, branch: str) -> bool:

@@ -116,14 +116,16 @@ def test_a_lost_head_object_is_refused_naming_it(managed: ManagedFactory, damage
 def test_an_empty_goal_branch_ref_is_refused_with_safe_advice(managed: ManagedFactory) -> None:
     repo = managed(mode="never")
     repo.harness("run", "--max-steps", "1", check=0)
+    last = git(repo.root, "rev-parse", "harness/g1")  # the worktree's HEAD log keeps it
     (repo.root / ".git" / "refs" / "heads" / "harness" / "g1").write_bytes(b"")
     before = repo.snapshot()
     run = repo.harness("run", check=3)
     assert run.stderr.splitlines() == [
-        f"harness: g1: refused: {repo.worktree}: the goal branch 'harness/g1' names no commit "
-        "(its ref is empty or broken, as a power cut can leave it); the worktree and its "
-        "uncommitted events are intact: do not remove it; fetch the goal branch from the remote "
-        "or another clone, or run `git fsck` to see what was lost"
+        f"harness: g1: refused: {repo.worktree}: the goal branch 'harness/g1' is broken (its "
+        "ref is empty or not a commit id, as a power cut can leave it) while its worktree is "
+        "kept on it; the worktree and its uncommitted events are intact: do not remove it; put "
+        "the branch back with `rm .git/refs/heads/harness/g1`, then `git update-ref "
+        f"refs/heads/harness/g1 {last}`, or fetch it from a remote or another clone"
     ]
     assert repo.snapshot() == before and repo.count("build") == ["1"]
     assert repo.harness("verify", "g1").returncode == 3

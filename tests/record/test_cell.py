@@ -12,8 +12,8 @@ import pytest
 
 from harness.errors import TrustFailure
 from harness.record.cell import Cell, InFlight, Spend, cell_bytes, parse_cell, peek_cell
-from harness.record.formats import NewerFormat
 from harness.record.fold import apply, fold
+from harness.record.formats import NewerFormat
 from harness.record.ledger import Event
 from harness.record.position import Position
 
@@ -207,11 +207,13 @@ def test_a_newer_cell_is_named_before_its_size_goal_or_mac_is_checked() -> None:
     """A newer format may allow a larger cell: its version is read first (formats.py)."""
     raw = {"v": 3, **fold("g1", [started()]).to_dict(), "notes": "x" * 70_000, "goal": "g2"}
     data = _signed(raw)
-    for read in (lambda: parse_cell(data, "s", "g1", KEY), lambda: peek_cell(data, "s", "g1")):
-        with pytest.raises(NewerFormat, match="^s: written by a newer goal-harness \\(format 3\\)"):
-            read()
+    newer = r"^s: written by a newer goal-harness \(format 3\)"
+    with pytest.raises(NewerFormat, match=newer):
+        parse_cell(data, "s", "g1", KEY)
+    with pytest.raises(NewerFormat, match=newer):
+        peek_cell(data, "s", "g1")
     raw["v"] = 1
-    with pytest.raises(TrustFailure, match="^s: the cell is 7[0-9]{4} bytes \\(limit 65536\\)$"):
+    with pytest.raises(TrustFailure, match=r"^s: the cell is 7[0-9]{4} bytes \(limit 65536\)$"):
         parse_cell(_signed(raw), "s", "g1", KEY)
 
 
