@@ -15,7 +15,7 @@ from harness.commands.verify_unverified import failed, verify_unverified
 from harness.errors import HarnessError, TrustFailure
 from harness.loop.control import Control
 from harness.model.goalid import GOAL_ID_RE
-from harness.record.hydrate import SAFE_ADVICE, load
+from harness.record.hydrate import FETCH_ADVICE, SAFE_ADVICE, load
 from harness.record.ledger import Record
 from harness.record.locate import Located, locate
 from harness.record.visible import line
@@ -182,7 +182,7 @@ def _object_check(repo: Repo, control: Control, found: Located, branch: str) -> 
 
 def _unreadable_text(branch: str, broken: Unreadable, origin: str) -> str:
     what = f"at {broken.path}" if broken.path else "a commit or tree"
-    advice = SAFE_ADVICE if origin == "worktree" else SAFE_ADVICE.split("; ", 1)[1]
+    advice = SAFE_ADVICE if origin == "worktree" else FETCH_ADVICE
     return f"{branch}: git object {broken.oid} ({what}) cannot be read: {broken.reason}; {advice}"
 
 

@@ -176,7 +176,13 @@ def _loaded_runner(
     The second value says the branch and worktree are the harness's own (`bound`); a goal
     that is not stops at tamper before anything is settled on top of a foreign change."""
     paths = GoalPaths(wt.path, goal.id)
-    committed = committed_view(paths)
+    try:
+        committed = committed_view(paths)
+    except TrustFailure:
+        # An object of the head a prune beside the last run removed, while the worktree
+        # still holds it, is written again; anything else is refused as before.
+        wt.write_lost_objects()
+        committed = committed_view(paths)
     last: list[Event] = []
     loaded = load(
         paths, ctx.secret.goal_key(goal.id), committed, repair=True, on_record=_keep_last(last)

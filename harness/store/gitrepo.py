@@ -26,7 +26,14 @@ from harness.store.catfile import (
     forget_reader,
     worktree_reader,
 )
-from harness.store.gitenv import CLEAN_ENV, git_reason, git_timeout_s, named_objects
+from harness.store.gitenv import (
+    CLEAN_ENV,
+    PRUNED,
+    git_reason,
+    git_timeout_s,
+    lost_objects,
+    named_objects,
+)
 from harness.store.gitenv import GitError as GitError  # where every caller imports it from
 from harness.store.gitversion import fsync_config, installed_version
 from harness.store.lock import worktree_admin
@@ -154,7 +161,8 @@ def run_git(
             raise
     proc = subprocess.CompletedProcess(child.args, child.returncode, out, err)
     if check and proc.returncode != 0:
-        raise GitError(f"git {' '.join(args[:3])} failed in {cwd}: {git_reason(err)}")
+        lost = f"; {PRUNED}" if lost_objects(err) else ""
+        raise GitError(f"git {' '.join(args[:3])} failed in {cwd}: {git_reason(err)}{lost}")
     return proc
 
 

@@ -5,7 +5,6 @@ worktrees git has registered."""
 from __future__ import annotations
 
 import os
-import re
 import shutil
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -14,12 +13,14 @@ from pathlib import Path
 from harness.errors import TrustFailure
 from harness.store.catfile import forget_reader, tree_without_entry
 from harness.store.fsutil import fsync_dir
+from harness.store.gitenv import PRUNED, git_reason
 from harness.store.gitrepo import (
     HARNESS_EMAIL,
     HARNESS_NAME,
     NEW_INDEX,
     SCAN_CONFIG,
     WHOLE_CHECKOUT,
+    GitError,
     Repo,
     git_text,
     installed_git,
@@ -28,10 +29,8 @@ from harness.store.gitrepo import (
     run_git,
 )
 from harness.store.gitversion import needs_ref_fsync
+from harness.store.headlog import branch_gone, head_file_names
 from harness.store.lock import worktree_admin
-from harness.store.objects import ref_trouble, restore_hint
-
-_COMMIT_ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 
 
 def open_worktree(repo: Repo, goal_id: str, branch: str) -> Worktree | None:
@@ -52,50 +51,12 @@ def checked_worktree(path: Path, branch: str) -> Worktree | None:
     actual = named.stdout.decode().strip().removeprefix("refs/heads/")
     if actual == branch and named.returncode == 0:
         return wt
-    if named.returncode != 0 and _head_file_names(path, branch):
+    if named.returncode != 0 and head_file_names(path, branch):
         raise branch_gone(path, branch)
     raise TrustFailure(
         f"{path}: the worktree is on {actual if actual not in ('', 'HEAD') else 'a detached HEAD'!r}"
         f", not {branch!r}; check it out again or remove it with `git worktree remove`"
     )
-
-
-def branch_gone(path: Path, branch: str) -> TrustFailure:
-    """The goal branch names no commit while its worktree at `path` is kept on it: a deleted
-    branch, or a ref a power cut left empty. Said in one line with how to put it back, never
-    as git's "Not a valid object name HEAD" (cli.md, "A lost record")."""
-    trouble = ref_trouble(path, f"refs/heads/{branch}") or "names no commit"
-    last = _last_logged(path)
-    return TrustFailure(
-        f"{path}: the goal branch {branch!r} {trouble} while its worktree is kept on it; the "
-        "worktree and its uncommitted events are intact: do not remove it; "
-        + restore_hint(branch, trouble, last)
-    )
-
-
-def _last_logged(path: Path) -> str | None:
-    """The last commit the worktree's HEAD log names, when git still has that commit."""
-    try:
-        link = (path / ".git").read_text(encoding="utf-8").strip()
-        log = (path / link.removeprefix("gitdir:").strip() / "logs" / "HEAD").read_bytes()
-        last = log.splitlines()[-1].split()[1].decode("ascii")
-    except (OSError, UnicodeDecodeError, IndexError):
-        return None
-    if not _COMMIT_ID.fullmatch(last):
-        return None
-    held = run_git(["cat-file", "-e", f"{last}^{{commit}}"], path, check=False)
-    return last if held.returncode == 0 else None
-
-
-def _head_file_names(path: Path, branch: str) -> bool:
-    """Whether the worktree's HEAD file names `branch` (read directly: git refuses to
-    resolve a HEAD whose branch ref is broken)."""
-    try:
-        link = (path / ".git").read_text(encoding="utf-8").strip()
-        gitdir = path / link.removeprefix("gitdir:").strip()
-        return (gitdir / "HEAD").read_text(encoding="utf-8").strip() == f"ref: refs/heads/{branch}"
-    except (OSError, UnicodeDecodeError):
-        return False
 
 
 def ensure_worktree(repo: Repo, goal_id: str, branch: str, base: str) -> Worktree:
@@ -245,7 +206,44 @@ class Worktree:
 
     def staged_tree(self, exclude_top: str = "ledger") -> str:
         """The work tree id of what is staged now (no scan: the caller has just staged)."""
-        return self.tree_without(self.git("write-tree"), exclude_top)
+        return self.tree_without(self.write_tree(), exclude_top)
+
+    def write_tree(self) -> str:
+        """`git write-tree` of the index. An entry naming an object git no longer has fails
+        it, and every later one: a `git gc --prune=now` (or `git prune`) beside a run can
+        remove a blob `git add` has just written before the index naming it is written
+        (remote.md, "Objects pruned during a run"). The files are the truth, so the index
+        is made again from HEAD and everything staged again, which writes the blobs again;
+        once. A goal is never stranded by it."""
+        made = run_git(["write-tree"], self.path, check=False)
+        if made.returncode == 0:
+            return made.stdout.decode().strip()
+        if b"invalid object" not in made.stderr:
+            raise GitError(f"git write-tree failed in {self.path}: {git_reason(made.stderr)}")
+        self.rebuild_index()
+        self.stage_all()
+        again = run_git(["write-tree"], self.path, check=False)
+        if again.returncode != 0:
+            raise GitError(
+                f"git write-tree failed in {self.path}: {git_reason(again.stderr)}, even with "
+                f"the index made again from HEAD: {PRUNED}"
+            )
+        return again.stdout.decode().strip()
+
+    def write_lost_objects(self) -> None:
+        """Write again, from the index and the files, objects git has lost that they still
+        hold: a `git gc --prune=now` beside a run can remove a tree or blob a commit was
+        just made of before the branch named it (remote.md, "Objects pruned during a run").
+        Objects are named by their content, so this can only bring back the very objects
+        that are missing, never change one: the trees of the index, then every tracked
+        file's blob (hashed again whatever the index says of it), then the trees again."""
+        run_git(["write-tree"], self.path, check=False)
+        tracked = run_git(["ls-files", "-z", "--cached"], self.path, check=False).stdout
+        files = [p for p in tracked.split(b"\0") if p and (self.path / os.fsdecode(p)).is_file()]
+        if files:
+            paths = b"".join(p + b"\n" for p in files if b"\n" not in p)
+            run_git(["hash-object", "-w", "--stdin-paths"], self.path, input=paths, check=False)
+        run_git(["write-tree"], self.path, check=False)
 
     def tree_without(self, tree: str, exclude_top: str = "ledger") -> str:
         """The tree id of `tree` (any tree-ish) without its top-level `exclude_top` entry.
@@ -311,7 +309,7 @@ class Worktree:
             self.stage_all()
         else:
             self.stage_paths(paths)
-        tree = self.git("write-tree")
+        tree = self.write_tree()
         ident = ["-c", f"user.name={HARNESS_NAME}", "-c", f"user.email={HARNESS_EMAIL}"]
         made = run_git(
             [*ident, "commit-tree", "--no-gpg-sign", tree, "-p", "HEAD", "-m", message],

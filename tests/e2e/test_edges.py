@@ -94,6 +94,7 @@ def test_a_lost_head_object_is_refused_naming_it(managed: ManagedFactory, damage
     repo = managed(mode="never")
     repo.harness("run", "--max-steps", "1", check=0)
     sha, obj = _goal_head(repo)
+    parent = git(repo.worktree, "rev-parse", "HEAD^")  # the checkpoint before it
     obj.chmod(0o644)
     if damage == "empty":
         obj.write_bytes(b"")
@@ -106,9 +107,13 @@ def test_a_lost_head_object_is_refused_naming_it(managed: ManagedFactory, damage
     [line] = run.stderr.splitlines()
     assert line.startswith(f"harness: g1: refused: {repo.worktree}: the head commit {sha} ")
     assert line.endswith(
-        "the worktree and its uncommitted events are intact: do not remove it; fetch the goal "
-        "branch from the remote or another clone, or run `git fsck` to see what was lost"
-    )
+        f"the checkpoint before it, {parent}, is intact: `git -C {repo.worktree} update-ref "
+        f"HEAD {parent}` puts the branch back on it and the next `harness run` rolls the "
+        "worktree's events forward onto it; the worktree and its uncommitted events are intact: "
+        "do not remove it; an object a `git gc --prune=now` beside a run removed is written "
+        "again from the worktree by `harness run` while its files still hold it; else fetch "
+        "the goal branch from the remote or another clone, or run `git fsck` to see what was lost"
+    ), line
     assert "worktree remove" not in line
     assert repo.snapshot() == before and repo.count("build") == ["1"]
 
