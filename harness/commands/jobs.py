@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -22,7 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import IO, TextIO
 
-from harness.record.visible import block
+from harness.record.visible import block, line
 from harness.trust.secret import ENV_SECRET, ENV_SECRET_FD
 
 # A worker's exit codes for SIGINT and SIGTERM (errors.Interrupted): the run is being
@@ -66,8 +67,13 @@ def run_parallel(
                 worker = worker or _Worker(root, options, env, forward, out, err)
                 code = worker.advance(goal_id)
                 if code is None:  # the worker died on this goal: its exit code is the goal's
-                    codes[index] = worker.close()
+                    pid, ended = worker.pid, worker.close()
                     worker = None
+                    codes[index], said = died(goal_id, pid, ended)
+                    if said is not None:
+                        with guard:
+                            err.write(line(said))
+                            err.flush()
                     if codes[index] in STOPPED:  # ^C reached it: before it reaches us, maybe
                         stopping.set()
                 else:
@@ -85,6 +91,26 @@ def run_parallel(
             stopping.set()
             raise
     return codes
+
+
+def died(goal_id: str, pid: int, ended: int) -> tuple[int, str | None]:
+    """The goal's exit code when its worker ended without answering, and the line that
+    says why when nothing else would: a worker killed by a signal (the OOM killer's
+    SIGKILL, a `kill`) prints nothing itself, and its negative status is no exit code
+    (as 247 it read as a silent failure; cli.md, "run --jobs"). Killed by SIGINT or
+    SIGTERM it stands for the stop, as a shell reports it (130, 143); by any other, 1."""
+    if ended >= 0:
+        return ended, None  # it exited: its own line said why
+    try:
+        killer = signal.Signals(-ended)
+    except ValueError:
+        name, code = f"signal {-ended}", 1
+    else:
+        name, code = killer.name, {signal.SIGINT: 130, signal.SIGTERM: 143}.get(killer, 1)
+    return code, (
+        f"harness: {goal_id}: error: the `run --jobs` worker advancing it (pid {pid}) was "
+        f"killed by {name}; the goal is as the kill left it and the next run resumes it"
+    )
 
 
 class _Worker:
@@ -140,6 +166,10 @@ class _Worker:
         ]
         for thread in self._threads:
             thread.start()
+
+    @property
+    def pid(self) -> int:
+        return self._proc.pid
 
     def advance(self, goal_id: str) -> int | None:
         """The goal's exit code, or None when the worker ended before answering."""

@@ -18,17 +18,21 @@ from harness.loop.clock import SystemClock
 from harness.loop.contain.sandbox import notice
 from harness.loop.control import Control
 from harness.loop.runnable import runnable
+from harness.model.goalid import GOAL_ID_RE
 from harness.model.limits import show_duration
 from harness.record.cell import Cell, Unavailable, parse_cell, peek_cell, rule_counts_json
 from harness.record.events import TERMINAL, WAITING
+from harness.record.locate import refuse_lost
 from harness.record.render import unavailable_text
 from harness.record.stale import is_stale, stale_after
 from harness.record.unverified import MACS_UNCHECKED
 from harness.record.visible import line, tidy_numbers
 from harness.store.gitrepo import Repo
 from harness.store.lock import GoalLock
-from harness.store.objects import branch_heads, read_blobs
+from harness.store.objects import branches, read_blobs
+from harness.store.recorded import recorded_goals
 from harness.store.remote import runner_id
+from harness.store.worktree import open_worktree
 from harness.trust.approvals import NotApproved, find_run_approval
 from harness.trust.checkpoint import vouch
 from harness.trust.secret import Secret
@@ -97,11 +101,14 @@ def _rows(
     branch this clone has only as a remote's counts: remote_goal.remote_goal_branches)."""
     repo, control, secret = session.repo, session.control, session.secret
     prefix = control.config.branch_prefix
-    heads = branch_heads(repo.root, prefix)
+    heads, broken = branches(repo.root, prefix)
+    local = set(heads)
     for goal_id, ref in remote_goal_branches(repo, prefix).items():
         if f"{prefix}{goal_id}" not in heads and (sha := repo.rev_parse(ref)) is not None:
             heads[f"{prefix}{goal_id}"] = sha
-    known = sorted(set(control.goal_ids()) | {b[len(prefix) :] for b in heads})
+    kept = {g for g in recorded_goals(repo) if GOAL_ID_RE.fullmatch(g)}
+    kept |= {b[len(prefix) :] for b in broken if GOAL_ID_RE.fullmatch(b[len(prefix) :])}
+    known = sorted(set(control.goal_ids()) | {b[len(prefix) :] for b in heads} | kept)
     unknown = [goal_id for goal_id in goal_ids if goal_id not in known]
     if unknown:
         raise InvalidInput(
@@ -109,6 +116,7 @@ def _rows(
             f"{prefix}{unknown[0]} (expected one of: {', '.join(known) or 'no goal yet'})"
         )
     ids = goal_ids or known
+    _refuse_lost(repo, control, [g for g in ids if f"{prefix}{g}" not in local], kept)
     files = _cells(repo, control, ids, heads, with_signature=secret is None)
     cells = [
         _cell(control, goal_id, data, secret.goal_key(goal_id) if secret else None)
@@ -137,6 +145,22 @@ def _signers(
         for goal_id, (cell, signature) in zip(ids, files, strict=True)
         if cell is not None
     }
+
+
+def _refuse_lost(repo: Repo, control: Control, without_branch: list[str], kept: set[str]) -> None:
+    """Goals with no local branch that resolves whose record this clone kept (a worktree, a
+    marker, a broken branch ref): the first whose branch is gone is refused in one line
+    (exit 3), never shown as pending or read from a worktree git cannot resolve (cli.md,
+    "A lost record")."""
+    try:
+        worktrees = set(os.listdir(repo.worktree_path("")))
+    except OSError:
+        worktrees = set()
+    for goal_id in without_branch:
+        if goal_id in worktrees or goal_id in kept:
+            branch = control.branch(goal_id)
+            open_worktree(repo, goal_id, branch)
+            refuse_lost(repo, goal_id, branch)
 
 
 def _cell(control: Control, goal_id: str, data: bytes | None, key: bytes | None) -> Cell:

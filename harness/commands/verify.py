@@ -11,16 +11,17 @@ from typing import Any, TextIO
 from harness.commands.remote_goal import open_reading
 from harness.commands.reviewer import remote_goal_branches
 from harness.commands.session import nothing_notes
-from harness.commands.verify_unverified import verify_unverified
+from harness.commands.verify_unverified import failed, verify_unverified
 from harness.errors import HarnessError, TrustFailure
 from harness.loop.control import Control
 from harness.model.goalid import GOAL_ID_RE
-from harness.record.hydrate import SAFE_ADVICE, load
-from harness.record.ledger import LedgerBroken, Record
+from harness.record.hydrate import FETCH_ADVICE, SAFE_ADVICE, load
+from harness.record.ledger import Record
 from harness.record.locate import Located, locate
 from harness.record.visible import line
 from harness.store.gitrepo import Repo
-from harness.store.objects import ObjectCheck, Unreadable, branch_heads
+from harness.store.objects import ObjectCheck, Unreadable, branches
+from harness.store.recorded import recorded_goals
 from harness.trust.approvals import find_run_approval
 from harness.trust.redact import Redactor
 from harness.trust.secret import Secret
@@ -38,16 +39,21 @@ def verify(
     """`secrets`: also look in every event for a secret value of `env` (names that say
     secret, the config's `redact_env`) or a token shape, and fail a record that holds one."""
     with open_reading(cwd, env, goal_ids) as s:
+        # Every goal: a goal file's, and every record's (branch, ledger folder, worktree,
+        # this clone's marker); a goal never run is left out, one whose record is gone fails.
+        ids = goal_ids or sorted(
+            set(s.control.goal_ids()) | set(goals_with_records(s.repo, s.control))
+        )
         if s.secret is None:  # a reviewer clone: what needs no secret (reviewer.py)
             remote = remote_goal_branches(s.repo, s.control.config.branch_prefix)
-            ids = goal_ids or sorted(set(goals_with_records(s.repo, s.control)) | set(remote))
-            notes = [] if goal_ids else nothing_notes(s.control, bool(ids), "records")
+            ids = goal_ids or sorted(set(ids) | set(remote))
             results = [verify_unverified(s.repo, s.control, i, remote.get(i)) for i in ids]
         else:
-            ids = goal_ids or goals_with_records(s.repo, s.control)
-            notes = [] if goal_ids else nothing_notes(s.control, bool(ids), "records")
             scan = Redactor.for_env(env, s.control.config.redacted()) if secrets else None
             results = [_result(s.repo, s.control, s.secret, goal_id, scan) for goal_id in ids]
+        if not goal_ids:
+            results = [r for r in results if not r.get("never_run")]
+        notes = [] if goal_ids else nothing_notes(s.control, bool(results), "records")
     err.writelines(line(f"harness: note: {note}") for note in notes)
     worst = max((r.get("exit_code", 0) for r in results), default=0)
     if as_json:
@@ -58,10 +64,16 @@ def verify(
 
 
 def goals_with_records(repo: Repo, control: Control) -> list[str]:
+    """Goals with a record here, or that had one: a goal branch (a broken one too), a
+    `ledger/<id>` folder, a goal worktree, this clone's marker (`store/recorded.py`)."""
     prefix = control.config.branch_prefix
-    ids = {b[len(prefix) :] for b in branch_heads(repo.root, prefix)}
+    heads, broken = branches(repo.root, prefix)
+    ids = {b[len(prefix) :] for b in [*heads, *broken]}
     folder = repo.root / "ledger"
     ids |= {p.name for p in folder.iterdir() if p.is_dir()} if folder.is_dir() else set()
+    worktrees = repo.worktree_path("")
+    ids |= {p.name for p in worktrees.iterdir() if p.is_dir()} if worktrees.is_dir() else set()
+    ids |= set(recorded_goals(repo))
     # Only goal ids name goals (a folder name may hold anything, a newline included).
     return sorted(i for i in ids if GOAL_ID_RE.fullmatch(i))
 
@@ -72,10 +84,7 @@ def _result(
     try:
         return _verify_one(repo, control, secret, goal_id, scan)
     except HarnessError as exc:
-        failure: dict[str, Any] = {"message": str(exc)}
-        if isinstance(exc, LedgerBroken):
-            failure |= {"segment": Path(exc.path).name, "line": exc.line, "event": exc.seq}
-        return {"id": goal_id, "ok": False, "exit_code": exc.exit_code, "failure": failure}
+        return failed(goal_id, exc)
 
 
 def _verify_one(
@@ -173,7 +182,7 @@ def _object_check(repo: Repo, control: Control, found: Located, branch: str) -> 
 
 def _unreadable_text(branch: str, broken: Unreadable, origin: str) -> str:
     what = f"at {broken.path}" if broken.path else "a commit or tree"
-    advice = SAFE_ADVICE if origin == "worktree" else SAFE_ADVICE.split("; ", 1)[1]
+    advice = SAFE_ADVICE if origin == "worktree" else FETCH_ADVICE
     return f"{branch}: git object {broken.oid} ({what}) cannot be read: {broken.reason}; {advice}"
 
 

@@ -19,7 +19,7 @@ from harness.errors import HarnessError, TrustFailure
 from harness.loop.control import Control
 from harness.record.cell import peek_cell
 from harness.record.ledger import LedgerBroken, Record
-from harness.record.locate import locate
+from harness.record.locate import NoRecord, locate
 from harness.record.position import START, Position
 from harness.record.unverified import MACS_UNCHECKED, UnverifiedLedger
 from harness.store.gitrepo import Repo
@@ -35,10 +35,7 @@ def verify_unverified(
     try:
         return _check(repo, control, goal_id, remote_ref)
     except HarnessError as exc:
-        failure: dict[str, Any] = {"message": str(exc)}
-        if isinstance(exc, LedgerBroken):
-            failure |= {"segment": Path(exc.path).name, "line": exc.line, "event": exc.seq}
-        return {"id": goal_id, "ok": False, "exit_code": exc.exit_code, "failure": failure}
+        return failed(goal_id, exc)
 
 
 def _check(repo: Repo, control: Control, goal_id: str, remote_ref: str | None) -> dict[str, Any]:
@@ -97,3 +94,13 @@ def runner_json(signed: Vouched) -> dict[str, Any]:
         "fingerprint": signed.fingerprint,
         "head": {"seq": head.seq, "hash": head.hash},
     }
+
+
+def failed(goal_id: str, exc: HarnessError) -> dict[str, Any]:
+    """A goal's failed result; `never_run` when it has no record at all (not a failure of
+    `verify` without ids: nothing was lost)."""
+    failure: dict[str, Any] = {"message": str(exc)}
+    if isinstance(exc, LedgerBroken):
+        failure |= {"segment": Path(exc.path).name, "line": exc.line, "event": exc.seq}
+    result = {"id": goal_id, "ok": False, "exit_code": exc.exit_code, "failure": failure}
+    return result | ({"never_run": True} if isinstance(exc, NoRecord) else {})

@@ -27,7 +27,9 @@ from harness.record.cell import Cell
 from harness.record.events import TERMINAL, WAITING, GateReason
 from harness.record.hydrate import Committed, GoalPaths, Loaded, committed_view, load
 from harness.record.ledger import Event, Record
+from harness.record.locate import refuse_lost
 from harness.store.gitrepo import Repo
+from harness.store.recorded import remember
 from harness.store.worktree import Worktree, ensure_worktree, open_worktree
 from harness.trust.approvals import Approval, SignedRecord, verify_record
 from harness.trust.decisions import find_decision
@@ -76,14 +78,18 @@ def advance_goal(
     dropped = repo.drop_empty_objects()  # a power cut's leftovers, before git builds on them
     if ctx.remote is not None:
         ctx.remote.sync(control.branch(goal_id), repo.worktree_path(goal_id))
-    wt = open_worktree(repo, goal_id, control.branch(goal_id))
+    branch = control.branch(goal_id)
+    wt = open_worktree(repo, goal_id, branch)  # a kept worktree whose branch is gone: refused
     if wt is None:
-        branch = control.branch(goal_id)
+        # A record this clone kept whose branch is gone is refused, never started afresh
+        # (a new branch would be a new budget; cli.md, "A lost record").
+        refuse_lost(repo, goal_id, branch)
         if approval is None and repo.rev_parse(f"refs/heads/{branch}") is None:
             control.run_approval(goal)  # raises the precise refusal; nothing is created
         # A goal with a record gets its worktree back first: whether an unapproved edit
         # matters (a finished goal rests whatever its file says) is _move_on's question.
         wt = ensure_worktree(repo, goal_id, branch, control.commit)
+    remember(repo, goal_id, branch)
     _repair_index(wt, dropped)
     runner, bound = _loaded_runner(ctx, goal, approval, wt, lessons)
     try:
@@ -178,7 +184,13 @@ def _loaded_runner(
     The second value says the branch and worktree are the harness's own (`bound`); a goal
     that is not stops at tamper before anything is settled on top of a foreign change."""
     paths = GoalPaths(wt.path, goal.id)
-    committed = committed_view(paths)
+    try:
+        committed = committed_view(paths)
+    except TrustFailure:
+        # An object of the head a prune beside the last run removed, while the worktree
+        # still holds it, is written again; anything else is refused as before.
+        wt.write_lost_objects()
+        committed = committed_view(paths)
     last: list[Event] = []
     # With live export (loop/otel.py), the goal's tracer reads the ledger as it is loaded.
     trace = ctx.trace.goal(goal.id) if ctx.trace is not None else None

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from harness.record.cell import Cell, parse_cell
 from harness.record.hydrate import GoalPaths
+from harness.store.gitrepo import GitError
 from harness.store.worktree import Worktree
 
 MAX_NAMED = 20
@@ -38,7 +39,7 @@ def unbound(
         head = wt.head()
         return (
             f"the goal branch head {head[:12]} holds changes the harness did not commit: "
-            + _named(wt.tree_changes(committed, head_tree))
+            + _named(_changes(wt, committed, head_tree))
         ), None
     # A step cut off mid-way left its work in the worktree: `step.cutoff` records it as work
     # in progress, and a build run again has it checked as its own change.
@@ -46,7 +47,7 @@ def unbound(
         now = fresh if fresh == cell.tree else wt.work_tree_id()
         if now != cell.tree:
             return "the worktree differs from what the harness last committed: " + _named(
-                wt.tree_changes(cell.tree, now)
+                _changes(wt, cell.tree, now)
             ), None
         return None, now
     return None, None
@@ -63,6 +64,16 @@ def _committed_tree(wt: Worktree, paths: GoalPaths, key: bytes) -> str | None:
     if blob is None:
         return None
     return parse_cell(blob, f"HEAD:{source}", paths.goal_id, key).tree
+
+
+def _changes(wt: Worktree, old: str, new: str) -> list[str]:
+    """The paths that differ, or none named when git no longer has the recorded tree: the
+    tree a cell names is not on any branch (the work without `ledger/`), and a prune beside
+    a run removes it. The difference is still found and gated; only its list is lost."""
+    try:
+        return wt.tree_changes(old, new)
+    except GitError:
+        return []
 
 
 def _named(changed: list[str]) -> str:

@@ -257,7 +257,7 @@ def open_control(repo: Repo, secret: Secret | None = None) -> Control:
         default_ref = repo.checked_out_ref()
         commit = objects.commit_id(default_ref)
         if commit is None:
-            raise InvalidInput(f"{repo.root}: the repository has no commits yet; commit first")
+            raise repo.missing_commit(default_ref)
         config = parse_config(objects.blob(f"{commit}:{CONFIG_PATH}"), CONFIG_PATH, cache)
         ref = default_ref
         if config.control_ref:

@@ -96,7 +96,7 @@ def _commit_onto(wt: Worktree, control: str, keep: str, message: str) -> str:
     trees, so neither the index's other entries nor the worktree's other files are read."""
     top, name = keep.split("/", 1)
     wt.stage_paths([keep])
-    staged = wt.git("write-tree")
+    staged = wt.write_tree()
     kept = wt.git("rev-parse", f"{staged}:{keep}")
     inner = [*_entries(wt, f"{control}:{top}", name), _row(kept, name)]
     tree = _mktree(wt, [*_entries(wt, control, top), _row(_mktree(wt, inner), top)])

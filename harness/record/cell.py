@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -24,9 +24,10 @@ from harness.record.events import (
     is_status,
     is_step,
 )
+from harness.record.formats import refuse_unknown_keys, versioned_object
 from harness.record.position import START, Position
 from harness.record.schedule import is_time_or_none, next_due, reached, slot
-from harness.store.fsutil import atomic_write, canonical_json, read_no_follow, strict_json_loads
+from harness.store.fsutil import atomic_write, canonical_json, read_no_follow
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -318,19 +319,9 @@ def write_cell(path: Path, cell: Cell, key: bytes) -> bytes:
 
 
 def parse_cell(data: bytes, source: str, goal_id: str, key: bytes) -> Cell:
-    """Check size, JSON, version, MAC (domain-separated by goal and version), then fields."""
-    if len(data) > MAX_CELL_BYTES:
-        raise TrustFailure(f"{source}: the cell is {len(data)} bytes (limit {MAX_CELL_BYTES})")
-    try:
-        raw = strict_json_loads(data)
-    except ValueError as exc:
-        raise TrustFailure(f"{source}: the cell is not valid JSON: {exc}") from None
-    if not isinstance(raw, dict):
-        raise TrustFailure(f"{source}: the cell is not a JSON object")
-    if raw.get("v") != CELL_VERSION:
-        raise TrustFailure(
-            f"{source}: unknown cell format version {raw.get('v')!r} (this harness reads version {CELL_VERSION})"
-        )
+    """Check the format version first, then size, MAC (domain-separated by goal and
+    version), goal and fields (formats.py: a newer record is named as such)."""
+    raw = versioned_object(data, source, "cell", CELL_VERSION, MAX_CELL_BYTES)
     mac = raw.pop("mac", None)
     if not isinstance(mac, str):
         raise TrustFailure(f"{source}: the cell has no MAC")
@@ -342,6 +333,7 @@ def parse_cell(data: bytes, source: str, goal_id: str, key: bytes) -> Cell:
         raise TrustFailure(
             f"{source}: the cell's MAC does not match: the cell was edited or moved, or the secret is wrong"
         )
+    refuse_unknown_keys(raw, _KEYS, CELL_VERSION, source, "cell")
     return _cell_from(raw, source)
 
 
@@ -351,13 +343,11 @@ def peek_cell(data: bytes, source: str, goal_id: str) -> Cell:
     A decision signed from a forged cell names a state the real ledger does not have, so a
     runner (which checks the MAC) never honours it.
     """
-    try:
-        raw = strict_json_loads(data)
-    except ValueError as exc:
-        raise TrustFailure(f"{source}: the cell is not valid JSON: {exc}") from None
-    if not isinstance(raw, dict) or raw.get("goal") != goal_id or raw.get("v") != CELL_VERSION:
+    raw = versioned_object(data, source, "cell", CELL_VERSION, MAX_CELL_BYTES)
+    if raw.get("goal") != goal_id:
         raise TrustFailure(f"{source}: not a version {CELL_VERSION} cell of goal {goal_id!r}")
     raw.pop("mac", None)
+    refuse_unknown_keys(raw, _KEYS, CELL_VERSION, source, "cell")
     return _cell_from(raw, source)
 
 
@@ -390,6 +380,9 @@ _TUPLES = (
 )
 _TUPLE_SET = frozenset(_TUPLES)
 
+
+# What a cell of this version holds: the fields, its version and its MAC.
+_KEYS = frozenset({f.name for f in fields(Cell)} | {"v", "mac"})
 
 # Fields added within format version 1; a cell written before them reads as their default.
 _OPTIONAL: dict[str, Any] = {

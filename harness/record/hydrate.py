@@ -23,6 +23,7 @@ from harness.record.render import MarkdownReport
 from harness.store.fsutil import refuse_link
 from harness.store.gitenv import git_reason, named_objects
 from harness.store.gitrepo import run_git
+from harness.store.headlog import previous_checkpoint
 
 
 @dataclass(frozen=True)
@@ -106,10 +107,31 @@ def committed_view(paths: GoalPaths, ref: str = "HEAD", history: bool = True) ->
     return Committed(cell, sizes, _previous_cell(paths, ref) if history else None)
 
 
-SAFE_ADVICE = (
-    "the worktree and its uncommitted events are intact: do not remove it; fetch the goal "
-    "branch from the remote or another clone, or run `git fsck` to see what was lost"
+# What to do when git cannot read an object a goal's record needs (remote.md, "Objects
+# pruned during a run"): the first part where the record was read from a worktree.
+FETCH_ADVICE = (
+    "fetch the goal branch from the remote or another clone, or run `git fsck` to see what was lost"
 )
+SAFE_ADVICE = (
+    "the worktree and its uncommitted events are intact: do not remove it; an object a "
+    "`git gc --prune=now` beside a run removed is written again from the worktree by "
+    f"`harness run` while its files still hold it; else {FETCH_ADVICE}"
+)
+
+
+def _put_back(root: Path, head: str) -> str:
+    """For a head commit that is itself lost (pruned beside a run): the checkpoint before
+    it, which the worktree's events extend, and how to put the branch back on it."""
+    if run_git(["cat-file", "-e", head], root, check=False).returncode == 0:
+        return ""  # the commit is there; its tree or a blob is not
+    back = previous_checkpoint(root, head)
+    if back is None:
+        return ""
+    return (
+        f"the checkpoint before it, {back}, is intact: `git -C {root} update-ref HEAD {back}` "
+        "puts the branch back on it and the next `harness run` rolls the worktree's events "
+        "forward onto it; "
+    )
 
 
 def _check_head_readable(paths: GoalPaths, ref: str, stderr: bytes) -> None:
@@ -126,7 +148,7 @@ def _check_head_readable(paths: GoalPaths, ref: str, stderr: bytes) -> None:
         broken = f" (git object {named[0]})" if named else ""
         raise TrustFailure(
             f"{paths.root}: the head commit {sha} (or its tree) cannot be read{broken}: "
-            f"{git_reason(stderr)}; {SAFE_ADVICE}"
+            f"{git_reason(stderr)}; {_put_back(paths.root, sha)}{SAFE_ADVICE}"
         )
     if run_git(["symbolic-ref", "-q", "HEAD"], paths.root, check=False).returncode != 0:
         raise TrustFailure(

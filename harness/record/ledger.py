@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import HarnessError, TrustFailure
+from harness.record.formats import is_newer, newer_text, unknown_keys
 from harness.record.position import START, Position
 from harness.store.fsutil import append_line, canonical_json, fsync_dir
 
@@ -115,6 +116,18 @@ class TornTail:
 
 def segment_name(index: int) -> str:
     return f"{index:06d}.jsonl"
+
+
+def _newer_version(line: bytes) -> int | None:
+    """The format version of a line written by a newer goal-harness, or None: the event's
+    `v` (inside `e`, where every format keeps it), read before the line's shape or MAC."""
+    try:
+        raw = json.loads(line)
+    except ValueError:
+        return None
+    event = raw.get("e") if isinstance(raw, dict) else None
+    version = event.get("v") if isinstance(event, dict) else None
+    return version if is_newer(version, FORMAT_VERSION) else None
 
 
 def _later_run(raw: Mapping[str, Any]) -> bool:
@@ -292,6 +305,19 @@ class Ledger:
         return hmac.compare_digest(outer.hexdigest().encode(), mac)
 
     def _verify(self, line: bytes, path: Path, line_no: int, prev: Position, end: int) -> Record:
+        """The record of a line the fast path did not accept, or the first problem. A line
+        a newer goal-harness wrote is named so, whatever else this version finds wrong with
+        it (its version is read only once a check failed: a good line costs nothing more)."""
+        try:
+            return self._checked(line, path, line_no, prev, end)
+        except LedgerBroken:
+            newer = _newer_version(line)
+            if newer is None:
+                raise
+            text = f"{newer_text(newer)} (this one reads ledger format {FORMAT_VERSION})"
+            raise LedgerBroken(path, line_no, text) from None
+
+    def _checked(self, line: bytes, path: Path, line_no: int, prev: Position, end: int) -> Record:
         if not (
             line.startswith(_HEAD)
             and line[-_TRAILER:].startswith(_MAC_OPEN)
@@ -330,17 +356,25 @@ class Ledger:
             raw = json.loads(body)
         except ValueError:
             raise LedgerBroken(path, line_no, "event is not valid JSON") from None
-        if not isinstance(raw, dict) or raw.keys() not in (EVENT_KEYS, RUN_EVENT_KEYS):
-            raise LedgerBroken(path, line_no, "event does not have the ledger's fields")
-        if "run" in raw and not _later_run(raw):
-            raise LedgerBroken(
-                path, line_no, f"run {raw['run']!r} is not a whole number ≥ 2 (run 1 names none)"
-            )
-        if raw["v"] != FORMAT_VERSION:
+        if isinstance(raw, dict) and "v" in raw and raw["v"] != FORMAT_VERSION:  # first
             raise LedgerBroken(
                 path,
                 line_no,
                 f"unknown ledger format version {raw['v']!r} (this harness reads version {FORMAT_VERSION})",
+            )
+        if not isinstance(raw, dict) or raw.keys() not in (EVENT_KEYS, RUN_EVENT_KEYS):
+            extra = unknown_keys(raw, RUN_EVENT_KEYS) if isinstance(raw, dict) else []
+            if extra and raw.keys() >= EVENT_KEYS:  # a MAC'd event: a harness added them
+                raise LedgerBroken(
+                    path,
+                    line_no,
+                    f"the event holds field(s) this goal-harness does not know "
+                    f"({', '.join(extra[:5])}): {newer_text(FORMAT_VERSION)}",
+                )
+            raise LedgerBroken(path, line_no, "event does not have the ledger's fields")
+        if "run" in raw and not _later_run(raw):
+            raise LedgerBroken(
+                path, line_no, f"run {raw['run']!r} is not a whole number ≥ 2 (run 1 names none)"
             )
         if raw["goal"] != self.goal_id:
             raise LedgerBroken(

@@ -9,6 +9,7 @@ import stat
 from pathlib import Path
 from typing import Any
 
+from harness import failpoints
 from harness.errors import StorageFailure, TrustFailure
 
 
@@ -110,19 +111,47 @@ def _atomic_write(path: Path, data: bytes, mode: int) -> None:
 def append_line(path: Path, line: bytes) -> None:
     """Append one complete line in a single write and fsync it.
 
-    A failed or short write can leave a torn tail; the reader cuts it back (ledger.py), so
-    the previous events stay valid.
+    A write or fsync that fails cuts the file back to its length before the write (and
+    fsyncs that) before the error is raised: after a failed fsync the kernel may hold the
+    line in its cache, readable, and never write it, so a later read must not find it and
+    build on it (ledger.md, "Reading and torn tails"). A cut that fails too is said.
     """
     try:
         # Never through a link: a planted one would carry event lines anywhere (issue 13).
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
-        try:
-            if os.write(fd, line) != len(line):
-                raise OSError(errno.ENOSPC, "short write")
-            os.fsync(fd)
-        finally:
-            os.close(fd)
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             raise _link(path) from None
         raise _storage_failure(path, exc) from None
+    try:
+        size = os.fstat(fd).st_size
+        try:
+            if os.write(fd, line) != len(line):
+                raise OSError(errno.ENOSPC, "short write")
+            failpoints.fault("append_fsync")
+            os.fsync(fd)
+        except OSError as exc:
+            raise _cut_back(fd, path, size, exc) from None
+    finally:
+        os.close(fd)
+
+
+def _cut_back(fd: int, path: Path, size: int, exc: OSError) -> StorageFailure:
+    """The line that did not reach the disk taken off again: the file as it was."""
+    reason = exc.strerror or str(exc)
+    try:
+        os.ftruncate(fd, size)
+        os.fsync(fd)
+        if size == 0:  # made for this line: a new segment is never left empty
+            path.unlink()
+            fsync_dir(path.parent)
+    except OSError as again:
+        return StorageFailure(
+            f"{path}: cannot write: {reason}; cutting the unsynced line off failed too "
+            f"({again.strerror or again}): check the disk before running again "
+            "(`harness verify` names what the file holds)"
+        )
+    return StorageFailure(
+        f"{path}: cannot write: {reason}; the line was cut off again, the events before it "
+        "are intact"
+    )

@@ -95,6 +95,27 @@ def git_reason(stderr: bytes | str) -> str:
     return lines[-1] if lines else ""
 
 
+# git's words for an object it does not have (or cannot read) where a name said it would.
+_LOST = re.compile(
+    r"bad object|bad tree object|not a tree object|invalid object|missing object|"
+    r"unable to read [0-9a-f]{7}|does not match index|is corrupt|nonexistent object|"
+    r"not a valid old SHA1"
+)
+# What that means, and what to do without a remote (remote.md, "Objects pruned during a run").
+PRUNED = (
+    "git objects are missing: removed by a `git gc --prune=now` or `git prune` run beside "
+    "the harness (objects not yet on a branch), or a damaged object store; a goal's worktree "
+    "keeps its files: do not remove it; `harness run` writes again what they still hold and "
+    "names what it cannot; `git fsck` lists what is lost"
+)
+
+
+def lost_objects(stderr: bytes | str) -> bool:
+    """Whether git's message says an object it was pointed at is missing or unreadable."""
+    text = stderr.decode("utf-8", "replace") if isinstance(stderr, bytes) else stderr
+    return _LOST.search(text) is not None
+
+
 _OBJECT = re.compile(
     r"\b([0-9a-f]{40}(?:[0-9a-f]{24})?)\b|objects/([0-9a-f]{2})/([0-9a-f]{38}(?:[0-9a-f]{24})?)\b"
 )

@@ -20,13 +20,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.errors import InvalidInput
+from harness.errors import HarnessError, InvalidInput, TrustFailure
 from harness.store.catfile import (
     ObjectReader,
     forget_reader,
     worktree_reader,
 )
-from harness.store.gitenv import CLEAN_ENV, git_reason, git_timeout_s
+from harness.store.gitenv import (
+    CLEAN_ENV,
+    PRUNED,
+    git_reason,
+    git_timeout_s,
+    lost_objects,
+    named_objects,
+)
 from harness.store.gitenv import GitError as GitError  # where every caller imports it from
 from harness.store.gitversion import fsync_config, installed_version
 from harness.store.lock import worktree_admin
@@ -109,6 +116,11 @@ def safe_config() -> tuple[str, ...]:
     return (*_SAFE_BASE, *fsync_config(installed_git()))
 
 
+DAMAGED_ADVICE = (
+    "the object store is damaged (a cut or lost pack or object file, or objects pruned): "
+    "nothing was changed; run `git fsck` to see what is lost and restore it from a backup, "
+    "a remote or another clone"
+)
 HARNESS_NAME = "goal-harness"
 HARNESS_EMAIL = "harness@goal-harness.invalid"
 
@@ -149,7 +161,8 @@ def run_git(
             raise
     proc = subprocess.CompletedProcess(child.args, child.returncode, out, err)
     if check and proc.returncode != 0:
-        raise GitError(f"git {' '.join(args[:3])} failed in {cwd}: {git_reason(err)}")
+        lost = f"; {PRUNED}" if lost_objects(err) else ""
+        raise GitError(f"git {' '.join(args[:3])} failed in {cwd}: {git_reason(err)}{lost}")
     return proc
 
 
@@ -256,8 +269,40 @@ class Repo:
             return proc.stdout.decode().strip()
         commit = self.rev_parse("HEAD")
         if commit is None:
-            raise InvalidInput(f"{self.root}: the repository has no commits yet; commit first")
+            raise self.missing_commit("HEAD")
         return commit
+
+    def missing_commit(self, ref: str) -> HarnessError:
+        """Why `ref` names no commit git can read: none yet (exit 2), or its ref or the
+        object it names is damaged (exit 3): a cut pack or a lost object file is never
+        taken for a repository with no commits (cli.md, "Damaged objects")."""
+        if ref == "HEAD":  # the branch it names, whose ref may be what is broken (read
+            # from the file: git refuses to name a branch whose ref it cannot read)
+            with contextlib.suppress(OSError, UnicodeDecodeError):
+                named = _PLAIN_HEAD.fullmatch((self.common_dir / "HEAD").read_text().strip())
+                ref = named[1] if named else ref
+        listed = run_git(["for-each-ref", "--format=%(objectname)", ref], self.root, check=False)
+        told = listed.stderr.decode("utf-8", "replace")
+        oid = listed.stdout.decode().strip() or next(iter(named_objects(told)), "")
+        if "broken ref" in told:
+            return TrustFailure(
+                f"{self.root}: {ref} is a broken ref (empty or not an object id, as a power "
+                "cut can leave it); nothing was changed: run `git fsck`, and point the ref at "
+                "its commit again (`git reflog`, a remote or another clone)"
+            )
+        if not oid and ref == "HEAD":
+            head = run_git(["rev-parse", "-q", "--verify", "HEAD"], self.root, check=False)
+            oid = head.stdout.decode().strip()
+        if not oid:
+            return InvalidInput(f"{self.root}: the repository has no commits yet; commit first")
+        read = run_git(["cat-file", "-t", oid], self.root, check=False)
+        if read.returncode == 0:
+            kind = read.stdout.decode().strip()
+            return InvalidInput(f"{self.root}: {ref} names a {kind} ({oid}), not a commit")
+        return TrustFailure(
+            f"{self.root}: {ref} names git object {oid}, which git cannot read: "
+            f"{git_reason(read.stderr + listed.stderr) or 'missing'}; {DAMAGED_ADVICE}"
+        )
 
     def _is_symbolic(self, ref: str) -> bool:
         try:

@@ -7,6 +7,7 @@ or parse git's batch output themselves; both use gitrepo's clean environment.
 
 from __future__ import annotations
 
+import re
 import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -50,11 +51,53 @@ def read_blobs(repo_root: Path, specs: Sequence[str]) -> list[bytes | None]:
 
 def branch_heads(repo_root: Path, prefix: str) -> dict[str, str]:
     """Branch name (without refs/heads/) -> commit, for branches starting with `prefix`."""
-    out = run_git(
+    return branches(repo_root, prefix)[0]
+
+
+def branches(repo_root: Path, prefix: str) -> tuple[dict[str, str], set[str]]:
+    """`branch_heads`, and the names of the broken branches git skipped (a ref file that is
+    empty or not an object id): from the same git process, which warns of each."""
+    listed = run_git(
         ["for-each-ref", "--format=%(refname:short) %(objectname)", f"refs/heads/{prefix}"],
         repo_root,
-    ).stdout.decode()
-    return dict(line.split(" ", 1) for line in out.splitlines() if " " in line)
+    )
+    out, said = listed.stdout.decode(), listed.stderr.decode("utf-8", "replace")
+    heads = dict(line.split(" ", 1) for line in out.splitlines() if " " in line)
+    broken = {m[1] for m in _BROKEN_REF.finditer(said)}
+    return heads, broken
+
+
+_BROKEN_REF = re.compile(r"^warning: ignoring broken ref refs/heads/(\S+)$", re.MULTILINE)
+
+
+MISSING = "is missing (deleted)"
+
+
+def ref_trouble(root: Path, ref: str) -> str | None:
+    """Why `ref` names no commit, as words after its name: missing (deleted, or never made),
+    broken (an empty or garbled ref file), or naming an object git cannot read; None when
+    it names one. One git process; for-each-ref says which, where rev-parse only fails."""
+    # Its type too: git then reads the object, and says when it cannot.
+    form = "--format=%(objectname) %(objecttype)"
+    listed = run_git(["for-each-ref", form, ref], root, check=False)
+    said = listed.stderr.decode("utf-8", "replace")
+    if "broken ref" in said:
+        return "is broken (its ref is empty or not a commit id, as a power cut can leave it)"
+    if listed.returncode != 0:
+        return f"names a commit git cannot read ({git_reason(said)})"
+    return None if listed.stdout.strip() else MISSING
+
+
+def restore_hint(branch: str, trouble: str, last: str | None) -> str:
+    """How to put a lost goal branch back without a remote: at `last` (the commit the
+    worktree's HEAD log names, when git still has it), else at a commit to be found."""
+    at = last or "<commit>"
+    first = f"`rm .git/refs/heads/{branch}`, then " if trouble.startswith("is broken") else ""
+    found = "" if last else " (`git fsck --lost-found` lists the commits no branch holds)"
+    return (
+        f"put the branch back with {first}`git update-ref refs/heads/{branch} {at}`{found}, "
+        "or fetch it from a remote or another clone"
+    )
 
 
 @dataclass(frozen=True)

@@ -13,12 +13,14 @@ from pathlib import Path
 from harness.errors import TrustFailure
 from harness.store.catfile import forget_reader, tree_without_entry
 from harness.store.fsutil import fsync_dir
+from harness.store.gitenv import PRUNED, git_reason
 from harness.store.gitrepo import (
     HARNESS_EMAIL,
     HARNESS_NAME,
     NEW_INDEX,
     SCAN_CONFIG,
     WHOLE_CHECKOUT,
+    GitError,
     Repo,
     git_text,
     installed_git,
@@ -27,6 +29,7 @@ from harness.store.gitrepo import (
     run_git,
 )
 from harness.store.gitversion import needs_ref_fsync
+from harness.store.headlog import branch_gone, head_file_names
 from harness.store.lock import worktree_admin
 
 
@@ -37,39 +40,23 @@ def open_worktree(repo: Repo, goal_id: str, branch: str) -> Worktree | None:
 
 def checked_worktree(path: Path, branch: str) -> Worktree | None:
     """The worktree at `path` if it exists, checked to be on `branch` (TrustFailure when it
-    is on another branch or a detached HEAD: nothing there is used or moved)."""
+    is on another branch or a detached HEAD, or its branch is gone: nothing there is used
+    or moved)."""
     if not (path / ".git").exists():
         return None
     wt = Worktree(path)
-    actual = (
-        run_git(["symbolic-ref", "-q", "--short", "HEAD"], path, check=False)
-        .stdout.decode()
-        .strip()
+    # One process: the full name of HEAD's branch, "HEAD" when detached; it fails when the
+    # branch HEAD names is missing or broken, and the HEAD file then says which it is.
+    named = run_git(["rev-parse", "--symbolic-full-name", "HEAD"], path, check=False)
+    actual = named.stdout.decode().strip().removeprefix("refs/heads/")
+    if actual == branch and named.returncode == 0:
+        return wt
+    if named.returncode != 0 and head_file_names(path, branch):
+        raise branch_gone(path, branch)
+    raise TrustFailure(
+        f"{path}: the worktree is on {actual if actual not in ('', 'HEAD') else 'a detached HEAD'!r}"
+        f", not {branch!r}; check it out again or remove it with `git worktree remove`"
     )
-    if actual != branch and _head_file_names(path, branch):
-        raise TrustFailure(
-            f"{path}: the goal branch {branch!r} names no commit (its ref is empty or broken, as "
-            "a power cut can leave it); the worktree and its uncommitted events are intact: do "
-            "not remove it; fetch the goal branch from the remote or another clone, or run "
-            "`git fsck` to see what was lost"
-        )
-    if actual != branch:
-        raise TrustFailure(
-            f"{path}: the worktree is on {actual or 'a detached HEAD'!r}, not {branch!r}; "
-            "check it out again or remove it with `git worktree remove`"
-        )
-    return wt
-
-
-def _head_file_names(path: Path, branch: str) -> bool:
-    """Whether the worktree's HEAD file names `branch` (read directly: git refuses to
-    resolve a HEAD whose branch ref is broken)."""
-    try:
-        link = (path / ".git").read_text(encoding="utf-8").strip()
-        gitdir = path / link.removeprefix("gitdir:").strip()
-        return (gitdir / "HEAD").read_text(encoding="utf-8").strip() == f"ref: refs/heads/{branch}"
-    except (OSError, UnicodeDecodeError):
-        return False
 
 
 def ensure_worktree(repo: Repo, goal_id: str, branch: str, base: str) -> Worktree:
@@ -219,7 +206,44 @@ class Worktree:
 
     def staged_tree(self, exclude_top: str = "ledger") -> str:
         """The work tree id of what is staged now (no scan: the caller has just staged)."""
-        return self.tree_without(self.git("write-tree"), exclude_top)
+        return self.tree_without(self.write_tree(), exclude_top)
+
+    def write_tree(self) -> str:
+        """`git write-tree` of the index. An entry naming an object git no longer has fails
+        it, and every later one: a `git gc --prune=now` (or `git prune`) beside a run can
+        remove a blob `git add` has just written before the index naming it is written
+        (remote.md, "Objects pruned during a run"). The files are the truth, so the index
+        is made again from HEAD and everything staged again, which writes the blobs again;
+        once. A goal is never stranded by it."""
+        made = run_git(["write-tree"], self.path, check=False)
+        if made.returncode == 0:
+            return made.stdout.decode().strip()
+        if b"invalid object" not in made.stderr:
+            raise GitError(f"git write-tree failed in {self.path}: {git_reason(made.stderr)}")
+        self.rebuild_index()
+        self.stage_all()
+        again = run_git(["write-tree"], self.path, check=False)
+        if again.returncode != 0:
+            raise GitError(
+                f"git write-tree failed in {self.path}: {git_reason(again.stderr)}, even with "
+                f"the index made again from HEAD: {PRUNED}"
+            )
+        return again.stdout.decode().strip()
+
+    def write_lost_objects(self) -> None:
+        """Write again, from the index and the files, objects git has lost that they still
+        hold: a `git gc --prune=now` beside a run can remove a tree or blob a commit was
+        just made of before the branch named it (remote.md, "Objects pruned during a run").
+        Objects are named by their content, so this can only bring back the very objects
+        that are missing, never change one: the trees of the index, then every tracked
+        file's blob (hashed again whatever the index says of it), then the trees again."""
+        run_git(["write-tree"], self.path, check=False)
+        tracked = run_git(["ls-files", "-z", "--cached"], self.path, check=False).stdout
+        files = [p for p in tracked.split(b"\0") if p and (self.path / os.fsdecode(p)).is_file()]
+        if files:
+            paths = b"".join(p + b"\n" for p in files if b"\n" not in p)
+            run_git(["hash-object", "-w", "--stdin-paths"], self.path, input=paths, check=False)
+        run_git(["write-tree"], self.path, check=False)
 
     def tree_without(self, tree: str, exclude_top: str = "ledger") -> str:
         """The tree id of `tree` (any tree-ish) without its top-level `exclude_top` entry.
@@ -285,7 +309,7 @@ class Worktree:
             self.stage_all()
         else:
             self.stage_paths(paths)
-        tree = self.git("write-tree")
+        tree = self.write_tree()
         ident = ["-c", f"user.name={HARNESS_NAME}", "-c", f"user.email={HARNESS_EMAIL}"]
         made = run_git(
             [*ident, "commit-tree", "--no-gpg-sign", tree, "-p", "HEAD", "-m", message],

@@ -13,6 +13,7 @@ from harness.errors import invalid
 from harness.trust.problem import Problem, quote
 
 STATEMENT_HEADER = "harness-approval v1"
+_NEWER_HEADER = re.compile(r"harness-approval v([1-9][0-9]{0,8})")
 
 _WORD = r"[a-z][a-z0-9_]*"
 _BUDGET_ITEM = rf"{_WORD}=[0-9][0-9a-z.]*"
@@ -134,6 +135,14 @@ def _statement_lines(data: bytes) -> list[str]:
 
 
 def _statement_values(lines: list[str]) -> dict[str, str]:
+    newer = _NEWER_HEADER.fullmatch(lines[0])
+    if newer and int(newer[1]) > 1:  # the version first (record/formats.py)
+        raise Problem(
+            f"written by a newer goal-harness (format {int(newer[1])}): upgrade goal-harness to "
+            "read it",
+            repr(STATEMENT_HEADER),
+            "line 1",
+        )
     if lines[0] != STATEMENT_HEADER:
         raise Problem(f"first line is {quote(lines[0])}", repr(STATEMENT_HEADER), "line 1")
     if len(lines) not in (4, 6):

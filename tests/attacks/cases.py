@@ -310,7 +310,7 @@ CELL_ATTACKS = [
         "format confusion (TUF spec_version): a cell in a version this harness cannot read",
         future_cell_version,
         RUN,
-        refused(f"{CELL}: unknown cell format version 2"),
+        refused(f"{CELL}: written by a newer goal-harness \\(format 2\\): upgrade"),
     ),
     Attack(
         "cell-forged-wrong-key",
@@ -462,7 +462,7 @@ LEDGER_ATTACKS = [
         "format confusion: a validly MAC'd event in a format version this harness cannot read",
         append_future_version,
         RUN,
-        refused(f"{SEGMENT}: line 6: unknown ledger format version 2"),
+        refused(f"{SEGMENT}: line 6: written by a newer goal-harness \\(format 2\\): upgrade"),
     ),
     Attack(
         "ledger-amended-commit",

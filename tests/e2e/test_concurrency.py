@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -113,7 +114,18 @@ def test_jobs_reuses_its_workers_and_replaces_one_that_dies(managed: ManagedFact
     rows = {r["id"]: r["status"] for r in json.loads(repo.harness("status", "--json").stdout)}
     assert all(rows[f"v{n}"] == "completed" for n in range(1, 5)), (rows, proc.stderr)
     assert rows["k0"] != "completed"
-    assert len(set((repo.counters / "workers").read_text().split())) == 3
+    workers = set((repo.counters / "workers").read_text().split())
+    assert len(workers) == 3
+    # Said, in one line naming the goal, the worker and the signal; the run exits 1, not
+    # the silent 247 a negative status made (issue 30, item 12).
+    [said] = [line for line in proc.stderr.splitlines() if "worker" in line]
+    killed = re.fullmatch(
+        r"harness: k0: error: the `run --jobs` worker advancing it \(pid ([0-9]+)\) was killed "
+        r"by SIGKILL; the goal is as the kill left it and the next run resumes it",
+        said,
+    )
+    assert killed is not None and killed[1] in workers, said
+    assert proc.returncode == 1, proc.stderr
 
 
 def test_worktrees_are_added_and_pruned_one_process_at_a_time(managed: ManagedFactory) -> None:

@@ -94,6 +94,7 @@ def test_a_lost_head_object_is_refused_naming_it(managed: ManagedFactory, damage
     repo = managed(mode="never")
     repo.harness("run", "--max-steps", "1", check=0)
     sha, obj = _goal_head(repo)
+    parent = git(repo.worktree, "rev-parse", "HEAD^")  # the checkpoint before it
     obj.chmod(0o644)
     if damage == "empty":
         obj.write_bytes(b"")
@@ -106,9 +107,13 @@ def test_a_lost_head_object_is_refused_naming_it(managed: ManagedFactory, damage
     [line] = run.stderr.splitlines()
     assert line.startswith(f"harness: g1: refused: {repo.worktree}: the head commit {sha} ")
     assert line.endswith(
-        "the worktree and its uncommitted events are intact: do not remove it; fetch the goal "
-        "branch from the remote or another clone, or run `git fsck` to see what was lost"
-    )
+        f"the checkpoint before it, {parent}, is intact: `git -C {repo.worktree} update-ref "
+        f"HEAD {parent}` puts the branch back on it and the next `harness run` rolls the "
+        "worktree's events forward onto it; the worktree and its uncommitted events are intact: "
+        "do not remove it; an object a `git gc --prune=now` beside a run removed is written "
+        "again from the worktree by `harness run` while its files still hold it; else fetch "
+        "the goal branch from the remote or another clone, or run `git fsck` to see what was lost"
+    ), line
     assert "worktree remove" not in line
     assert repo.snapshot() == before and repo.count("build") == ["1"]
 
@@ -116,14 +121,16 @@ def test_a_lost_head_object_is_refused_naming_it(managed: ManagedFactory, damage
 def test_an_empty_goal_branch_ref_is_refused_with_safe_advice(managed: ManagedFactory) -> None:
     repo = managed(mode="never")
     repo.harness("run", "--max-steps", "1", check=0)
+    last = git(repo.root, "rev-parse", "harness/g1")  # the worktree's HEAD log keeps it
     (repo.root / ".git" / "refs" / "heads" / "harness" / "g1").write_bytes(b"")
     before = repo.snapshot()
     run = repo.harness("run", check=3)
     assert run.stderr.splitlines() == [
-        f"harness: g1: refused: {repo.worktree}: the goal branch 'harness/g1' names no commit "
-        "(its ref is empty or broken, as a power cut can leave it); the worktree and its "
-        "uncommitted events are intact: do not remove it; fetch the goal branch from the remote "
-        "or another clone, or run `git fsck` to see what was lost"
+        f"harness: g1: refused: {repo.worktree}: the goal branch 'harness/g1' is broken (its "
+        "ref is empty or not a commit id, as a power cut can leave it) while its worktree is "
+        "kept on it; the worktree and its uncommitted events are intact: do not remove it; put "
+        "the branch back with `rm .git/refs/heads/harness/g1`, then `git update-ref "
+        f"refs/heads/harness/g1 {last}`, or fetch it from a remote or another clone"
     ]
     assert repo.snapshot() == before and repo.count("build") == ["1"]
     assert repo.harness("verify", "g1").returncode == 3

@@ -11,8 +11,9 @@ from typing import Any
 import pytest
 
 from harness.errors import TrustFailure
-from harness.record.cell import Cell, InFlight, Spend, cell_bytes, parse_cell
+from harness.record.cell import Cell, InFlight, Spend, cell_bytes, parse_cell, peek_cell
 from harness.record.fold import apply, fold
+from harness.record.formats import NewerFormat
 from harness.record.ledger import Event
 from harness.record.position import Position
 
@@ -152,7 +153,15 @@ def _signed(raw: dict[str, Any]) -> bytes:
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        (lambda r: r.update(v=2), "unknown cell format version 2"),
+        (lambda r: r.update(v=2), "s: written by a newer goal-harness \\(format 2\\): upgrade"),
+        (lambda r: r.update(v=0), "s: unknown cell format version 0 \\(this harness reads"),
+        (lambda r: r.update(v="2"), "s: unknown cell format version '2'"),
+        (lambda r: r.pop("v"), "s: unknown cell format version None"),
+        (
+            lambda r: r.update(checkpoint_sig="x", zz=1),
+            "s: holds cell field\\(s\\) this goal-harness does not know \\(checkpoint_sig, zz\\): "
+            "written by a newer goal-harness \\(format 1\\): upgrade",
+        ),
         (lambda r: r.pop("limit"), "malformed"),
         (
             lambda r: r["limit"].update(iterations=0),
@@ -191,6 +200,20 @@ def test_signed_but_malformed_cells_are_refused(
     raw = {"v": 1, **fold("g1", [started()]).to_dict()}
     change(raw)
     with pytest.raises(TrustFailure, match=message):
+        parse_cell(_signed(raw), "s", "g1", KEY)
+
+
+def test_a_newer_cell_is_named_before_its_size_goal_or_mac_is_checked() -> None:
+    """A newer format may allow a larger cell: its version is read first (formats.py)."""
+    raw = {"v": 3, **fold("g1", [started()]).to_dict(), "notes": "x" * 70_000, "goal": "g2"}
+    data = _signed(raw)
+    newer = r"^s: written by a newer goal-harness \(format 3\)"
+    with pytest.raises(NewerFormat, match=newer):
+        parse_cell(data, "s", "g1", KEY)
+    with pytest.raises(NewerFormat, match=newer):
+        peek_cell(data, "s", "g1")
+    raw["v"] = 1
+    with pytest.raises(TrustFailure, match=r"^s: the cell is 7[0-9]{4} bytes \(limit 65536\)$"):
         parse_cell(_signed(raw), "s", "g1", KEY)
 
 

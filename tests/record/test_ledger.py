@@ -87,30 +87,66 @@ def test_missing_segment_is_refused(tmp_path: Path) -> None:
         Ledger(tmp_path / "events", "g1", KEY).load()
 
 
-def test_unknown_version_is_refused_by_name(tmp_path: Path) -> None:
+def _one_line(tmp_path: Path, key: bytes = KEY, **changes: object) -> Path:
     import hmac
 
-    body = json.dumps(
-        {
-            "v": 2,
-            "seq": 1,
-            "ts": "t",
-            "type": "x",
-            "goal": "g1",
-            "step": None,
-            "iter": 0,
-            "data": {},
-            "prev": GENESIS,
-        },
-        sort_keys=True,
-        separators=(",", ":"),
-    ).encode()
+    event = {
+        "v": 1,
+        "seq": 1,
+        "ts": "t",
+        "type": "x",
+        "goal": "g1",
+        "step": None,
+        "iter": 0,
+        "data": {},
+        "prev": GENESIS,
+    } | changes
+    body = json.dumps(event, sort_keys=True, separators=(",", ":")).encode()
+    mac = hmac.new(key, b"harness-event\x00" + body, hashlib.sha256).hexdigest().encode()
+    (tmp_path / "events").mkdir()
+    segment = tmp_path / "events" / "000001.jsonl"
+    segment.write_bytes(b'{"e":' + body + b',"mac":"' + mac + b'"}\n')
+    return segment
+
+
+NEWER = "written by a newer goal-harness \\(format {}\\): upgrade goal-harness to read it"
+
+
+@pytest.mark.parametrize(
+    ("key", "changes", "problem"),
+    [
+        # A newer line is named by its version before its MAC, shape or fields are checked.
+        (KEY, {"v": 2}, NEWER.format(2) + " \\(this one reads ledger format 1\\)"),
+        (b"another key" * 3, {"v": 3, "sig": "x"}, NEWER.format(3)),
+        (KEY, {"v": 0}, "unknown ledger format version 0 \\(this harness reads version 1\\)"),
+        (KEY, {"v": "2"}, "unknown ledger format version '2'"),
+        # MAC'd, so written by a harness: a newer one that added a field within format 1.
+        (
+            KEY,
+            {"checkpoint": "x"},
+            "the event holds field\\(s\\) this goal-harness does not know \\(checkpoint\\): "
+            + NEWER.format(1),
+        ),
+    ],
+)
+def test_the_format_version_is_checked_first_and_a_newer_one_named(
+    tmp_path: Path, key: bytes, changes: dict[str, object], problem: str
+) -> None:
+    segment = _one_line(tmp_path, key, **changes)
+    with pytest.raises(LedgerBroken, match=f"{segment}: line 1: {problem}"):
+        Ledger(tmp_path / "events", "g1", KEY).load()
+
+
+def test_a_line_missing_a_field_is_broken_not_newer(tmp_path: Path) -> None:
+    import hmac
+
+    body = b'{"goal":"g1","seq":1,"v":1}'
     mac = hmac.new(KEY, b"harness-event\x00" + body, hashlib.sha256).hexdigest().encode()
     (tmp_path / "events").mkdir()
     (tmp_path / "events" / "000001.jsonl").write_bytes(
         b'{"e":' + body + b',"mac":"' + mac + b'"}\n'
     )
-    with pytest.raises(LedgerBroken, match="unknown ledger format version 2"):
+    with pytest.raises(LedgerBroken, match="event does not have the ledger's fields"):
         Ledger(tmp_path / "events", "g1", KEY).load()
 
 

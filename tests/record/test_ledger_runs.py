@@ -82,7 +82,8 @@ def test_events_of_run_2_carry_it_and_read_back(tmp_path: Path) -> None:
         ({"type": "run.started", "data": RUN_2 | {"run": 4}, "run": 4}, "must open run 3"),
         ({"type": "run.started", "data": RUN_2, "run": 2}, "must open run 3"),
         ({"type": "run.started", "data": RUN_2 | {"run": 3}, "run": 2}, "must open run 3"),
-        ({"stray": 1}, "does not have the ledger's fields"),
+        ({"stray": 1}, "holds field\\(s\\) this goal-harness does not know \\(stray\\)"),
+        ({"prev": DROP}, "does not have the ledger's fields"),
     ],
 )
 def test_a_run_number_that_does_not_follow_on_is_a_broken_ledger(

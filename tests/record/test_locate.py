@@ -60,6 +60,12 @@ def test_then_a_ledger_folder_in_the_checkout(here: InProcess) -> None:
     git(here.repo.root, "branch", "-q", "-D", BRANCH)
     git(here.repo.root, "add", "ledger")
     git(here.repo.root, "commit", "-qm", "copy the record")
+    # This clone ran the goal: with its branch gone, its record is lost here until the
+    # goal is retired on purpose (its marker removed, as the refusal says).
+    lost = r"remove \.git/harness/records/g1$"
+    with pytest.raises(TrustFailure, match=lost), locate(here.git_repo, "g1", BRANCH):
+        pass
+    (here.repo.root / ".git" / "harness" / "records" / "g1").unlink()
     with locate(here.git_repo, "g1", BRANCH) as located:
         assert (located.origin, located.paths.root) == ("checkout", here.repo.root)
         assert located.committed is not None and located.committed.previous is None

@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import io
 import os
+import stat
 from pathlib import Path
 
 import pytest
@@ -32,14 +33,65 @@ def test_atomic_write_replaces_whole_or_not_at_all(
     assert [p.name for p in tmp_path.iterdir()] == ["cell.json"]
 
 
-def test_append_line_reports_a_short_write(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_append_line_cuts_a_short_write_off(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     path = tmp_path / "000001.jsonl"
     append_line(path, b"one\n")
     real_write = os.write
     monkeypatch.setattr(os, "write", lambda fd, data: real_write(fd, data[:2]))
-    with pytest.raises(StorageFailure, match="short write"):
+    with pytest.raises(StorageFailure, match="short write; the line was cut off again"):
         append_line(path, b"two\n")
-    assert path.read_bytes() == b"one\ntw"  # a torn tail, which the ledger reader cuts back
+    assert path.read_bytes() == b"one\n"
+
+
+def _eio(fd: int) -> None:
+    raise OSError(errno.EIO, os.strerror(errno.EIO))
+
+
+def test_a_failed_fsync_cuts_the_line_off_and_syncs_the_cut(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A failed fsync may leave the line readable in the page cache and never on disk: it is
+    taken off again, and the cut itself synced, before the error is raised. (EIO from a
+    disk cannot be produced here; tests/e2e/test_append_fault.py uses the fault point.)"""
+    path = tmp_path / "000001.jsonl"
+    append_line(path, b"one\n")
+    real_fsync, synced = os.fsync, []
+
+    def fsync(fd: int) -> None:  # the line's fsync fails; the cut's (back at 4 bytes) works
+        synced.append(os.fstat(fd).st_size)
+        _eio(fd) if synced[-1] > 4 else real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    with pytest.raises(StorageFailure, match="Input/output error; the line was cut off again"):
+        append_line(path, b"two\n")
+    assert path.read_bytes() == b"one\n"
+    assert synced == [8, 4]
+    new = tmp_path / "000002.jsonl"
+
+    def line_fsync(fd: int) -> None:  # a file's fsync fails while it holds bytes
+        held = os.fstat(fd)
+        _eio(fd) if stat.S_ISREG(held.st_mode) and held.st_size else real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", line_fsync)
+    with pytest.raises(StorageFailure, match="cut off again"):
+        append_line(new, b"first\n")
+    assert not new.exists()  # a segment made for the line is not left behind empty
+
+
+def test_a_cut_that_fails_too_is_said(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "000001.jsonl"
+    append_line(path, b"one\n")
+    monkeypatch.setattr(os, "fsync", _eio)
+    monkeypatch.setattr(os, "ftruncate", lambda fd, size: _eio(fd))
+    with pytest.raises(StorageFailure) as caught:
+        append_line(path, b"two\n")
+    assert str(caught.value) == (
+        f"{path}: cannot write: Input/output error; cutting the unsynced line off failed too "
+        "(Input/output error): check the disk before running again (`harness verify` names what "
+        "the file holds)"
+    )
 
 
 def test_canonical_json_and_strict_loads() -> None:

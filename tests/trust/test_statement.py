@@ -98,7 +98,12 @@ BAD_STATEMENTS = [
     (joined(RUN_LINES) + b"\xff\n", "statement is not UTF-8 text"),
     (
         replaced(RUN_LINES, 0, "harness-approval v2"),
-        "line 1: first line is 'harness-approval v2' (expected 'harness-approval v1')",
+        "line 1: written by a newer goal-harness (format 2): upgrade goal-harness to read it "
+        "(expected 'harness-approval v1')",
+    ),
+    (
+        replaced(RUN_LINES, 0, "harness-approval v0"),
+        "line 1: first line is 'harness-approval v0' (expected 'harness-approval v1')",
     ),
     (
         joined(RUN_LINES).replace(b"\n", b"\r\n"),

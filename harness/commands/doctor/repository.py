@@ -33,6 +33,9 @@ def repository(cwd: Path) -> tuple[Repo | None, Finding]:
         return None, from_error("repository", exc, "run harness inside a git checkout")
     head = repo.rev_parse("HEAD")
     if head is None:
+        problem = repo.missing_commit("HEAD")
+        if isinstance(problem, TrustFailure):  # damaged, not empty: its message says what to do
+            return repo, from_error("repository", problem, "run `git fsck`")
         fix = "commit .harness/, goals/ and ledger/ (after `harness init`)"
         return repo, fail("repository", f"{repo.root} has no commits yet", fix)
     return repo, Finding("repository", OK, f"{repo.root} at {head[:12]}")
