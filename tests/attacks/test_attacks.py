@@ -27,8 +27,11 @@ from tests.tools import bwrap_problem, need_tool
 README = Path(__file__).with_name("README.md")
 
 
-# Every row runs with the steps bare and contained (`sandbox: required`, bubblewrap).
+# Every row runs with the steps bare and contained (`sandbox: required`, bubblewrap): each
+# world names its mode (world.py), so the suite's contained/bare parametrization, which
+# would only run each row twice in the same mode, is not applied here (conftest.py).
 SANDBOX = ["off", "required"]
+NAMES_ITS_SANDBOX_MODE = True
 
 
 @pytest.fixture(scope="module", params=SANDBOX)
@@ -190,3 +193,15 @@ def test_readme_lists_every_case() -> None:
     text = README.read_text()
     missing = [a.name for a in ATTACKS if f"`{a.name}`" not in text]
     assert missing == []
+
+
+def test_each_world_runs_its_steps_as_it_says(base: World) -> None:
+    """The off world's steps ran bare and the required world's under bubblewrap, whatever
+    HARNESS_SANDBOX the test process had when the world was made."""
+    started = [
+        event["data"].get("sandbox")
+        for line in base.lines()
+        if (event := json.loads(line)["e"])["type"] == "step.started"
+    ]
+    want = "off" if base.live is None else "bwrap"
+    assert started and set(started) == {want}, started

@@ -178,6 +178,9 @@ def build_world(home: Path, sandbox: str = "off") -> World:
         binds = json.dumps([f"rw:{live}"])
         files[".harness/config.yaml"] = f"sandbox: {sandbox}\nsandbox_binds: {binds}\n"
     repo = ManagedRepo.create(home / "repo", keys.owner, goal=attack_goal("g1"), files=files)
+    # The world's own mode, whatever the test process's HARNESS_SANDBOX was when it was
+    # made: the off world has no config, so the runner's variable decides there.
+    repo.env["HARNESS_SANDBOX"] = sandbox
     if live is not None:
         repo.counters.rename(live)
         repo = ManagedRepo(
