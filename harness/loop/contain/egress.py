@@ -81,6 +81,16 @@ def resolve_hook(env: Mapping[str, str]) -> dict[str, list[str]]:
     return mapping
 
 
+# coverage.py's start variables, the only ones the proxy is given besides PATH: the test
+# suite measures the proxy like every other harness process (scripts/test); no secret,
+# token or setting of the runner's reaches it.
+_COVERAGE = ("COVERAGE_PROCESS_START", "COVERAGE_PROCESS_CONFIG")
+
+
+def _measured() -> dict[str, str]:
+    return {name: os.environ[name] for name in _COVERAGE if name in os.environ}
+
+
 class EgressProxy:
     """One step's proxy: started with `start`, its record read by `stop` (once)."""
 
@@ -107,7 +117,7 @@ class EgressProxy:
                 stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL,
                 pass_fds=(fd,),
-                env={"PATH": os.defpath},
+                env={"PATH": os.defpath, **_measured()},
                 cwd=self.folder,
             )
 
