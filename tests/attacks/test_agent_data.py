@@ -28,6 +28,9 @@ from tests.managed import ManagedRepo, base_goal, git
 from tests.tools import bwrap_problem, need_tool
 
 MODES = ["required", "off"]
+# Every test names its sandbox mode in its config, which the runner's HARNESS_SANDBOX
+# cannot override: the suite's bare/contained parametrization would repeat each run.
+NAMES_ITS_SANDBOX_MODE = True
 
 # The payload: a shell line recording who ran it (a build has HARNESS_STEP=build).
 OBEYED = 'echo "${HARNESS_STEP:-host}" >> "$TEST_COUNTER_DIR/obeyed.log"'

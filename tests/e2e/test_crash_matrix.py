@@ -19,6 +19,10 @@ import pytest
 
 from tests.managed import ManagedFactory, ManagedRepo, base_goal, git
 
+# Each row kills a run and resumes it: the same load, roll-forward and step paths the rest
+# of the suite drives, hundreds of times over (tests/conftest.py).
+UNMEASURED_SUBPROCESSES = "the kill-and-resume rows repeat the paths other tests cover"
+
 FAILPOINTS = [
     "after_append",
     "after_cell_write",
