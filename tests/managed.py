@@ -365,6 +365,29 @@ class ManagedFactory(Protocol):
     ) -> ManagedRepo: ...
 
 
+def reviewer_clone(runner: ManagedRepo, folder: Path) -> tuple[Path, dict[str, str]]:
+    """A clone of the runner's repository (its goal branches as origin's) at folder/laptop,
+    and an environment with no secret and no runner key: no variable, no default file."""
+    clone = folder / "laptop"
+    git(folder, "clone", "-q", str(runner.root), str(clone))
+    held = ("HARNESS_SECRET", "HARNESS_RUNNER_KEY_FILE")
+    env = {k: v for k, v in runner.env.items() if not k.startswith(held)}
+    env["XDG_CONFIG_HOME"] = str(folder / "laptop-config")
+    return clone, env
+
+
+def harness_in(clone: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    """`harness <args>` run in `clone` with `env` (a clone that is not a ManagedRepo)."""
+    return subprocess.run(
+        [sys.executable, "-m", "harness", *args],
+        cwd=clone,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
 def keygen_verifies(repo: ManagedRepo, record: str, folder: Path) -> str:
     """Check one approval record with plain `ssh-keygen -Y verify`; returns its statement."""
     statement, _, armor = record.partition("-----BEGIN SSH SIGNATURE-----")

@@ -14,11 +14,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import BinaryIO, TextIO
 
-from harness.commands.remote_goal import goal_ref, open_reading, reading_ledger
+from harness.commands.remote_goal import goal_ledger, open_reading
 from harness.errors import TrustFailure
 from harness.loop.context import checkpoint_key
 from harness.loop.control import Control
-from harness.record.locate import locate
 from harness.record.unverified import UnverifiedLedger
 from harness.record.visible import line
 from harness.store.fsutil import atomic_write
@@ -39,9 +38,7 @@ def attest(
     require_attest()
     with open_reading(cwd, env, [goal_id]) as s:
         key = _runner_key(env, s.control)
-        remote_ref = goal_ref(s.repo, s.control, goal_id)
-        with locate(s.repo, goal_id, s.control.branch(goal_id), remote_ref) as found:
-            ledger = reading_ledger(s.control, found.paths, s.secret, err)
+        with goal_ledger(s, goal_id, err) as (ledger, _):
             if isinstance(ledger, UnverifiedLedger) and ledger.signed is None:
                 raise TrustFailure(
                     f"goal {goal_id}: no secret here and no listed runner signed the record: "

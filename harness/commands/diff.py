@@ -14,12 +14,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, BinaryIO, TextIO
 
-from harness.commands.remote_goal import goal_ref, open_reading, reading_ledger
+from harness.commands.remote_goal import goal_ledger, open_reading
 from harness.commands.reviewer import check_signed_tree
 from harness.errors import InvalidInput
 from harness.record.changes import Changes, goal_changes
 from harness.record.egress import stat_lines
-from harness.record.locate import locate
 from harness.record.unverified import UnverifiedLedger
 from harness.store.gitenv import git_reason
 from harness.store.gitrepo import Repo, run_git
@@ -39,9 +38,7 @@ def diff(
     err: TextIO = sys.stderr,
 ) -> int:
     with open_reading(cwd, env, [goal_id]) as s:
-        remote_ref = goal_ref(s.repo, s.control, goal_id)
-        with locate(s.repo, goal_id, s.control.branch(goal_id), remote_ref) as found:
-            ledger = reading_ledger(s.control, found.paths, s.secret, err)
+        with goal_ledger(s, goal_id, err) as (ledger, remote_ref):
             changes = goal_changes(ledger.records(), goal_id)
             reached = stat_lines(ledger.records(), iteration) if stat and not as_json else []
         branch_head = s.repo.rev_parse(f"refs/heads/{s.control.branch(goal_id)}")

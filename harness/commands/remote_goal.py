@@ -8,8 +8,8 @@ fetched from that remote first. See docs/specs/remote.md, "Acting from any clone
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import TextIO, cast
 
@@ -19,6 +19,7 @@ from harness.errors import InvalidInput
 from harness.loop.control import Control
 from harness.record.hydrate import GoalPaths
 from harness.record.ledger import Ledger
+from harness.record.locate import locate
 from harness.record.unverified import (
     MACS_UNCHECKED,
     UNVERIFIED,
@@ -33,6 +34,7 @@ __all__ = [
     "UNVERIFIED",
     "UNVERIFIED_NOTE",
     "VERIFIED_NOTE",
+    "goal_ledger",
     "goal_ref",
     "open_reading",
     "reading_ledger",
@@ -71,6 +73,18 @@ def reading_ledger(
     head = signed.checkpoint.head
     err.write(line(f"harness: {goal_id}: {signed.text} at event {head.seq}; {MACS_UNCHECKED}"))
     return UnverifiedLedger(paths.events, goal_id, head, signed.text, signed.checkpoint.tree)
+
+
+@contextmanager
+def goal_ledger(
+    s: Session[Secret | None], goal_id: str, err: TextIO
+) -> Iterator[tuple[Ledger, str | None]]:
+    """The goal's ledger, found where record.locate looks (worktree, branch, the one
+    remote's branch, a checkout folder) and read as `reading_ledger` reads it, and the
+    remote branch it came from, if that was it: what replay, diff, trace and attest read."""
+    remote_ref = goal_ref(s.repo, s.control, goal_id)
+    with locate(s.repo, goal_id, s.control.branch(goal_id), remote_ref) as found:
+        yield reading_ledger(s.control, found.paths, s.secret, err), remote_ref
 
 
 VERIFIED_NOTE = "verified: every event's chain link and MAC checked while rendering"

@@ -7,10 +7,9 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import BinaryIO, TextIO
 
-from harness.commands.remote_goal import goal_ref, open_reading, page_note, reading_ledger
+from harness.commands.remote_goal import goal_ledger, open_reading, page_note
 from harness.errors import InvalidInput
 from harness.record.ledger import Ledger
-from harness.record.locate import locate
 from harness.record.render import replay_chunks
 from harness.record.runs import checked_run
 from harness.store.fsutil import atomic_write
@@ -36,11 +35,8 @@ def replay(
         raise InvalidInput(
             "--run: the html page shows every run (expected --format text, md or json)"
         )
-    with open_reading(cwd, env, [goal_id]) as s:
-        remote_ref = goal_ref(s.repo, s.control, goal_id)
-        with locate(s.repo, goal_id, s.control.branch(goal_id), remote_ref) as found:
-            ledger = reading_ledger(s.control, found.paths, s.secret, err)
-            _write(ledger, goal_id, fmt, out_file, out, run)
+    with open_reading(cwd, env, [goal_id]) as s, goal_ledger(s, goal_id, err) as (ledger, _):
+        _write(ledger, goal_id, fmt, out_file, out, run)
     return 0
 
 

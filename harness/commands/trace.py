@@ -7,9 +7,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import BinaryIO, TextIO
 
-from harness.commands.remote_goal import goal_ref, open_reading, reading_ledger
+from harness.commands.remote_goal import goal_ledger, open_reading
 from harness.errors import InvalidInput
-from harness.record.locate import locate
 from harness.record.otlp import otlp_json
 from harness.record.runs import checked_run
 from harness.record.trace import spans
@@ -29,14 +28,11 @@ def trace(
     (exit 3) leaves stdout empty and `--out` as it was."""
     if run is not None and run < 1:
         raise InvalidInput(f"--run: {run} (expected a run number, 1 or more)")
-    with open_reading(cwd, env, [goal_id]) as s:
-        remote_ref = goal_ref(s.repo, s.control, goal_id)
-        with locate(s.repo, goal_id, s.control.branch(goal_id), remote_ref) as found:
-            ledger = reading_ledger(s.control, found.paths, s.secret, err)
-            records = ledger.records()
-            if run is not None:
-                records = checked_run(records, run)
-            document = otlp_json(list(spans(records, goal_id, run)), goal_id)
+    with open_reading(cwd, env, [goal_id]) as s, goal_ledger(s, goal_id, err) as (ledger, _):
+        records = ledger.records()
+        if run is not None:
+            records = checked_run(records, run)
+        document = otlp_json(list(spans(records, goal_id, run)), goal_id)
     if out_file is None:
         out.write(document)
     else:

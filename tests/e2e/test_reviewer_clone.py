@@ -8,38 +8,20 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.managed import ManagedFactory, ManagedRepo, base_goal, git
+from tests.managed import ManagedFactory, ManagedRepo, base_goal, git, harness_in, reviewer_clone
 
 SHIP = {"run": ["sh", "-c", "echo shipped"]}
 
 
 def _reviewer(runner: ManagedRepo, tmp_path: Path) -> tuple[Path, dict[str, str]]:
-    """A clone of the runner's repository (its goal branch as origin's) and an environment
-    with no secret at all: no variable, no default file."""
+    """The runner parks its goal, then a reviewer clone of it (tests/managed.py)."""
     runner.harness("run", check=0)
     assert runner.status()["status"] == "parked_at_eyes"
-    clone = tmp_path / "laptop"
-    git(tmp_path, "clone", "-q", str(runner.root), str(clone))
-    env = {k: v for k, v in runner.env.items() if not k.startswith("HARNESS_SECRET")}
-    env["XDG_CONFIG_HOME"] = str(tmp_path / "laptop-config")
-    return clone, env
-
-
-def _harness(clone: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "harness", *args],
-        cwd=clone,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    return reviewer_clone(runner, tmp_path)
 
 
 def test_every_read_only_command_works_unverified(managed: ManagedFactory, tmp_path: Path) -> None:
@@ -57,7 +39,7 @@ def test_every_read_only_command_works_unverified(managed: ManagedFactory, tmp_p
         ("verify", "g1", "--json"),
         ("doctor",),
     ):
-        proc = _harness(clone, env, *args)
+        proc = harness_in(clone, env, *args)
         assert proc.returncode == 0, (args, proc.stdout, proc.stderr)
         said.append(proc.stdout + proc.stderr)
         assert "secret new" not in proc.stdout + proc.stderr, args
@@ -97,7 +79,7 @@ def test_verify_without_the_secret_finds_an_edited_ledger_line(
     segment = next((runner.worktree / "ledger" / "g1" / "events").glob("*.jsonl"))
     rel = segment.relative_to(runner.worktree).as_posix()
     _commit_on_goal_branch(clone, rel, b'"exit_code":0', b'"exit_code":1')
-    proc = _harness(clone, env, "verify")
+    proc = harness_in(clone, env, "verify")
     assert proc.returncode == 3, proc
     assert proc.stdout.startswith("FAIL g1: ") and ".jsonl" in proc.stdout
 
@@ -110,7 +92,7 @@ def test_verify_without_the_secret_finds_a_cell_the_chain_does_not_hold(
     cell = json.loads((runner.worktree / "ledger" / "g1" / "state.json").read_bytes())
     head = cell["position"]["hash"]
     _commit_on_goal_branch(clone, "ledger/g1/state.json", head.encode(), b"0" * len(head))
-    proc = _harness(clone, env, "verify", "g1")
+    proc = harness_in(clone, env, "verify", "g1")
     assert proc.returncode == 3, proc
     assert "which the ledger's chain does not hold" in proc.stdout
 
@@ -126,7 +108,7 @@ def test_verify_without_the_secret_finds_a_forged_approval(
     lines[body] = lines[body][:10] + ("A" if lines[body][10] != "A" else "B") + lines[body][11:]
     approval.write_text("".join(lines))
     git(clone, "commit", "-qam", "a forged approval")
-    proc = _harness(clone, env, "verify")
+    proc = harness_in(clone, env, "verify")
     assert proc.returncode == 3, proc
     assert "FAIL g1: goals/g1.approval: record 1: " in proc.stdout
 
@@ -137,19 +119,19 @@ def test_no_secret_is_made_and_nothing_runs_in_a_reviewer_clone(
     runner = managed(goal=base_goal() | {"ship": SHIP}, mode="fix-on-1")
     clone, env = _reviewer(runner, tmp_path)
     refs = git(clone, "for-each-ref")
-    made = _harness(clone, env, "secret", "new")
+    made = harness_in(clone, env, "secret", "new")
     assert made.returncode == 3, made
     assert "this clone holds records of g1 made with a runner's secret" in made.stderr
     assert "copy the runner's secret" in made.stderr and "--force" in made.stderr
     assert not (tmp_path / "laptop-config" / "goal-harness" / "secret").exists()
-    ran = _harness(clone, env, "run")
+    ran = harness_in(clone, env, "run")
     assert ran.returncode == 3, ran
     assert "this is a reviewer clone" in ran.stderr and "secret new" not in ran.stderr
-    cron = _harness(clone, env, "ci", "cron")
+    cron = harness_in(clone, env, "ci", "cron")
     assert "does not exist yet: copy the runner's secret there" in cron.stdout
     assert git(clone, "for-each-ref") == refs
     assert git(clone, "status", "--porcelain") == ""
-    forced = _harness(clone, env, "secret", "new", "--force")
+    forced = harness_in(clone, env, "secret", "new", "--force")
     assert forced.returncode == 0, forced
     assert (tmp_path / "laptop-config" / "goal-harness" / "secret").exists()
 
@@ -167,7 +149,7 @@ def test_a_clone_without_records_is_still_told_to_make_a_secret(
     git(tmp_path, "clone", "-q", str(runner.root), str(clone))
     env = {k: v for k, v in os.environ.items() if not k.startswith("HARNESS_SECRET")}
     env["XDG_CONFIG_HOME"] = str(tmp_path / "config")
-    ran = _harness(clone, env, "run")
+    ran = harness_in(clone, env, "run")
     assert ran.returncode == 3, ran
     assert ("secret new" in ran.stderr) is not records
     assert ("reviewer clone" in ran.stderr) is records

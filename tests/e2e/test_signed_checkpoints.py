@@ -19,7 +19,14 @@ import pytest
 from harness.record.position import Position
 from harness.trust.checkpoint import signed_checkpoint
 from harness.trust.runnerkey import load_runner_key
-from tests.managed import ManagedFactory, ManagedRepo, base_goal, git
+from tests.managed import (
+    ManagedFactory,
+    ManagedRepo,
+    base_goal,
+    git,
+    harness_in,
+    reviewer_clone,
+)
 
 SHIP = {"run": ["sh", "-c", "echo shipped"]}
 READERS = (
@@ -58,31 +65,8 @@ def signed_runner(managed: ManagedFactory, tmp_path: Path) -> ManagedRepo:
     return runner
 
 
-def reviewer(runner: ManagedRepo, tmp_path: Path) -> tuple[Path, dict[str, str]]:
-    clone = tmp_path / "laptop"
-    git(tmp_path, "clone", "-q", str(runner.root), str(clone))
-    env = {
-        k: v
-        for k, v in runner.env.items()
-        if not k.startswith("HARNESS_SECRET") and k != "HARNESS_RUNNER_KEY_FILE"
-    }
-    env["XDG_CONFIG_HOME"] = str(tmp_path / "laptop-config")
-    return clone, env
-
-
-def harness(clone: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "harness", *args],
-        cwd=clone,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-
-
 def readers(clone: Path, env: dict[str, str], site: Path) -> list[subprocess.CompletedProcess[str]]:
-    return [harness(clone, env, *(arg.format(site=site) for arg in args)) for args in READERS]
+    return [harness_in(clone, env, *(arg.format(site=site) for arg in args)) for args in READERS]
 
 
 def on_goal_branch(clone: Path) -> None:
@@ -99,7 +83,7 @@ def test_a_clone_without_the_secret_verifies_an_honest_record_by_its_runner(
     managed: ManagedFactory, tmp_path: Path
 ) -> None:
     runner = signed_runner(managed, tmp_path)
-    clone, env = reviewer(runner, tmp_path)
+    clone, env = reviewer_clone(runner, tmp_path)
     verify, status, replay, diff, report = readers(clone, env, tmp_path / "site")
     for proc in (verify, status, replay, diff, report):
         assert proc.returncode == 0, (proc.args, proc.stdout, proc.stderr)
@@ -112,10 +96,10 @@ def test_a_clone_without_the_secret_verifies_an_honest_record_by_its_runner(
     assert "parked_at_eyes gate=ship" in replay.stdout and "+++ b/" in diff.stdout
     page = (tmp_path / "site" / "g1.html").read_text()
     assert 'class="verify unverified"' not in page and said in page
-    row = json.loads(harness(clone, env, "verify", "--json").stdout)["goals"][0]
+    row = json.loads(harness_in(clone, env, "verify", "--json").stdout)["goals"][0]
     assert row["runner"]["principals"] == ["runner-1"]
     assert row["runner"]["fingerprint"] == key.fingerprint
-    assert json.loads(harness(clone, env, "status", "--json").stdout)[0]["signed_by"] == said
+    assert json.loads(harness_in(clone, env, "status", "--json").stdout)[0]["signed_by"] == said
 
 
 def test_ssh_keygen_verifies_a_checkpoint_with_the_documented_message(
@@ -201,7 +185,7 @@ def test_a_clone_without_the_secret_refuses_a_forgery(
     managed: ManagedFactory, tmp_path: Path, forgery: str
 ) -> None:
     runner = signed_runner(managed, tmp_path)
-    clone, env = reviewer(runner, tmp_path)
+    clone, env = reviewer_clone(runner, tmp_path)
     forge, message = FORGERIES[forgery]
     on_goal_branch(clone)
     forge(clone, tmp_path)
@@ -219,7 +203,7 @@ def test_a_runners_file_no_owner_signed_is_trusted_nowhere(
     managed: ManagedFactory, tmp_path: Path
 ) -> None:
     runner = signed_runner(managed, tmp_path)
-    clone, env = reviewer(runner, tmp_path)
+    clone, env = reviewer_clone(runner, tmp_path)
     with (clone / ".harness" / "runners").open("a") as handle:
         handle.write(
             "mallory ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIJ9ZcHh0kQ6nqlqS0tPn6q1QJ1mH7xX5c8K0q9Q8lq8R\n"
@@ -263,8 +247,8 @@ def test_a_resting_head_written_without_a_runner_key_is_signed_at_the_next_run(
     assert not (runner.worktree / "ledger" / "g1" / "checkpoint.sig").exists()
     key_file = tmp_path / "runner-config" / "runner-key"
     list_runner(runner, "runner-1", key_file)
-    clone, env = reviewer(runner, tmp_path)
-    proc = harness(clone, env, "verify", "g1")
+    clone, env = reviewer_clone(runner, tmp_path)
+    proc = harness_in(clone, env, "verify", "g1")
     assert proc.returncode == 3, proc
     assert "ledger/g1/checkpoint.sig: missing: the record's head is not signed" in proc.stdout
     runner.env["HARNESS_RUNNER_KEY_FILE"] = str(key_file)
@@ -277,7 +261,7 @@ def test_a_resting_head_written_without_a_runner_key_is_signed_at_the_next_run(
     runner.harness("run", check=0)
     assert git(runner.root, "rev-parse", "harness/g1^") == head  # once, not at every pass
     git(clone, "fetch", "-q")
-    assert harness(clone, env, "verify", "g1").returncode == 0
+    assert harness_in(clone, env, "verify", "g1").returncode == 0
     # Another listed runner leaves a head a listed runner signed as it is (no ping-pong).
     second = tmp_path / "second" / "runner-key"
     list_runner(runner, "runner-2", second)
@@ -326,6 +310,6 @@ def test_a_runner_killed_at_a_checkpoint_leaves_a_head_it_signed_once_resumed(
     assert killed.returncode == -9, (killed.stdout, killed.stderr)
     runner.harness("run", check=0)
     assert runner.status()["status"] == "parked_at_eyes"
-    clone, env = reviewer(runner, tmp_path)
-    verified = harness(clone, env, "verify", "g1")
+    clone, env = reviewer_clone(runner, tmp_path)
+    verified = harness_in(clone, env, "verify", "g1")
     assert verified.returncode == 0 and "verified by runner runner-1" in verified.stdout, verified
