@@ -123,9 +123,10 @@ def _rows(
         for goal_id, (data, _) in zip(ids, files, strict=True)
     ]
     signed = {} if secret is not None else _signers(control, ids, files)
-    # _waits_for_approval reads the goal and approval files of the goals still moving: one
-    # git process for all of them, not two requests a goal.
-    control.prefetch_goal_files([c.goal for c in cells if c.status not in TERMINAL | WAITING])
+    # _waits_for_approval reads the goal and approval files of the goals still moving, and
+    # runnable (_next) those of the goals at a gate: one git process for all of them, not
+    # two requests a goal, each searching the `goals` tree again.
+    control.prefetch_goal_files([c.goal for c in cells if c.status not in TERMINAL])
     locks = repo.harness_dir() / "locks"
     verified = secret is not None
     rows = [_row(repo, control, heads, locks, cell, verified, now) for cell in cells]

@@ -80,7 +80,18 @@ class Control:
 
     def goal_ids(self) -> list[str]:
         """The goals on the control ref: `goals/<id>.yaml` files named by a valid id."""
-        return [stem for stem in self._goal_stems() if GOAL_ID_RE.fullmatch(stem)]
+        return list(self._goal_set())
+
+    def has_goal(self, goal_id: str) -> bool:
+        """Whether `goals/<id>.yaml` is on the control ref (a set: `status` asks per goal)."""
+        return goal_id in self._goal_set()
+
+    def _goal_set(self) -> dict[str, None]:
+        """The goal ids, in order, once per Control (an ordered set)."""
+        return self._once(
+            "goal_ids",
+            lambda: dict.fromkeys(s for s in self._goal_stems() if GOAL_ID_RE.fullmatch(s)),
+        )
 
     def misnamed_goal_files(self) -> list[str]:
         """Stems of `goals/*.yaml` files whose names are not goal ids: never goals."""

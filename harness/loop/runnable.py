@@ -31,7 +31,7 @@ def runnable(control: Control, goal_id: str, cell: Cell, now: str) -> bool:
     files `harness run` would refuse (exit 2 or 3) counts as runnable: the run says why;
     one with no goal file on the control ref does not (no run visits it). The caller leaves
     out what it knows: waiting for approval, held by another runner."""
-    if goal_id not in control.goal_ids():
+    if not control.has_goal(goal_id):
         return False
     try:
         if control_rests(control, goal_id, cell, now) or _retry_waits(cell, now):
