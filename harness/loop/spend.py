@@ -89,6 +89,8 @@ def spend_data(cell: Cell, usage: Usage, prices: Prices | None = None) -> dict[s
         data["tokens"] = list(tokens)  # this build's own, as counted (trace.md)
     if evidence:
         data["spend_evidence"] = "; ".join(evidence)[:1000]
+    if usage.version:
+        data["agent_version"] = usage.version  # as the tool said it (attest.md)
     if usage.session:
         data |= {
             "session": usage.session,

@@ -223,6 +223,9 @@ class StepFinished(TypedDict):
     # absent when its agent reported none, and in records written before they were kept.
     tokens: NotRequired[list[int]]
     spend_evidence: NotRequired[str]  # how the spend was told apart (docs/specs/agents.md)
+    # The agent CLI's version as it reported it (aider's first line, claude's init event or
+    # transcript, codex's rollout); absent when it said none, and in older records.
+    agent_version: NotRequired[str]
     summary: NotRequired[str | None]
     agent_error: NotRequired[str | None]
     destructive_classes: NotRequired[list[str]]

@@ -88,7 +88,7 @@ def provenance(facts: RunFacts, goal: Goal, key: RunnerKey) -> dict[str, Any]:
                     "program": PurePosixPath(goal.build.run[0]).name,
                     "command": list(goal.build.run),
                     "format": goal.build.format,
-                    "version": None,  # the record keeps none yet (attest.md)
+                    "version": facts.agent_version,  # as the agent said it (attest.md)
                 },
             },
             "resolvedDependencies": [

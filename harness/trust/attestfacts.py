@@ -67,6 +67,7 @@ class RunFacts:
     decisions: tuple[Signed, ...]
     gates: tuple[Gate, ...]
     judge: JudgePass | None
+    agent_version: str | None = None  # the last build's, as the agent reported it
 
     @property
     def ship(self) -> Signed:
@@ -165,6 +166,7 @@ def run_facts(
         decisions=decisions,
         gates=_gates(in_run),
         judge=_judge_pass(in_run),
+        agent_version=_agent_version(in_run),
     )
 
 
@@ -233,6 +235,17 @@ def _gates(in_run: Sequence[Record]) -> tuple[Gate, ...]:
             if event.data.get("gate") == last.reason:
                 gates[-1] = Gate(last.reason, last.status, last.commit, last.seq, event.seq)
     return tuple(gates)
+
+
+def _agent_version(in_run: Sequence[Record]) -> str | None:
+    """The version the run's last build that said one reported (step.finished data)."""
+    found = None
+    for record in in_run:
+        event = record.event
+        if event.type == "step.finished" and event.step == "build":
+            value = event.data.get("agent_version")
+            found = value if isinstance(value, str) else found
+    return found
 
 
 def _judge_pass(in_run: Sequence[Record]) -> JudgePass | None:

@@ -9,6 +9,7 @@ import shlex
 import pytest
 
 from harness.commands.new import API_HOSTS
+from harness.loop.agents.support import SUPPORTED
 from tests.agents.conftest import ScenarioFactory
 from tests.agents.scenario import (
     RUN_PYTEST,
@@ -156,6 +157,8 @@ def test_aider_builds_contained(aider: ScenarioFactory) -> None:
     assert scenario.used()["cost_usd"] == pytest.approx(CALL_USD)
     assert scenario.server.others() == []
     assert_reached_only_through_the_proxy(scenario, API_HOSTS["aider"])
+    # The version the tool reported of itself, kept for the attestation (agents.md).
+    assert {b.get("agent_version") for b in scenario.builds()} == {_pinned("aider")}
 
 
 def test_aider_running_pytest_is_no_hidden_file(aider: ScenarioFactory) -> None:
@@ -189,3 +192,7 @@ def test_aider_printing_its_api_key_records_only_its_receipt(aider: ScenarioFact
     assert run.returncode == 0, run.stderr
     assert scenario.repo.status()["status"] == "completed"
     assert_key_only_as_receipt(scenario, run, "OPENAI_API_KEY", key)
+
+
+def _pinned(tool: str) -> str:
+    return next(cli.pinned for cli in SUPPORTED if cli.name == tool)

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from harness.commands.new import API_HOSTS
+from harness.loop.agents.support import SUPPORTED
 from tests.agents.conftest import ScenarioFactory
 from tests.agents.scenario import (
     RUN_PYTEST,
@@ -206,6 +207,8 @@ def test_claude_builds_contained(claude: ScenarioFactory) -> None:
     assert (used["cost_usd"], used["turns"]) == (pytest.approx(3 * CALL_USD), 3)
     assert scenario.server.others() == []
     assert_reached_only_through_the_proxy(scenario, API_HOSTS["claude"])
+    # The version the tool reported of itself, kept for the attestation (agents.md).
+    assert {b.get("agent_version") for b in scenario.builds()} == {_pinned("claude")}
 
 
 def test_claude_running_pytest_is_no_hidden_file(claude: ScenarioFactory) -> None:
@@ -239,3 +242,7 @@ def test_claude_printing_its_api_key_records_only_its_receipt(claude: ScenarioFa
     assert scenario.repo.status()["status"] == "completed"
     assert key in tool_result(scenario.server.model_calls("anthropic")[-1].body)
     assert_key_only_as_receipt(scenario, run, "ANTHROPIC_API_KEY", key)
+
+
+def _pinned(tool: str) -> str:
+    return next(cli.pinned for cli in SUPPORTED if cli.name == tool)

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from harness.commands.new import API_HOSTS
+from harness.loop.agents.support import SUPPORTED
 from tests.agents.conftest import ScenarioFactory
 from tests.agents.scenario import (
     RUN_PYTEST,
@@ -202,6 +203,8 @@ def test_codex_builds_contained(codex: ScenarioFactory) -> None:
     # refused, it goes on.
     elsewhere = frozenset({"github.com", "api.github.com", "chatgpt.com"})
     assert_reached_only_through_the_proxy(scenario, API_HOSTS["codex"], elsewhere)
+    # The version the tool reported of itself, kept for the attestation (agents.md).
+    assert {b.get("agent_version") for b in scenario.builds()} == {_pinned("codex")}
 
 
 def test_codex_running_pytest_is_no_hidden_file(codex: ScenarioFactory) -> None:
@@ -229,3 +232,7 @@ def test_codex_printing_its_api_key_records_only_its_receipt(codex: ScenarioFact
     assert scenario.repo.status()["status"] == "completed"
     assert key in json.dumps(scenario.server.model_calls("responses")[1].body)
     assert_key_only_as_receipt(scenario, run, "FAKE_OPENAI_API_KEY", key)
+
+
+def _pinned(tool: str) -> str:
+    return next(cli.pinned for cli in SUPPORTED if cli.name == tool)

@@ -111,6 +111,10 @@ def shipped(managed: ManagedFactory, tmp_path: Path, contained: None) -> tuple[M
     """A goal taken to its ship gate by a listed runner, shipped by the owner, its steps
     contained; returns the repository and the runner's public key line."""
     goal = base_goal() | {"ship": SHIP}
+    # The build says its version as aider does on its first line (agents.md).
+    python = goal["build"]["run"][0]
+    say = 'echo "Aider v0.86.2"; exec "$0" agent.py'
+    goal["build"] = goal["build"] | {"run": ["sh", "-c", say, python], "format": "aider"}
     goal["judge"] = goal["judge"] | {"run": [goal["judge"]["run"][0], "junit_judge.py"]}
     goal["judge"]["junit"] = "reports/junit.xml"
     repo = managed(goal=goal, mode="fix-on-1", files={"junit_judge.py": JUDGE})
@@ -182,6 +186,7 @@ def test_attest_bundle_verifies_with_in_toto_and_securesystemslib(
     assert payload(lines[3])["subject"][0]["digest"] == {"gitCommit": used["data"]["commit"]}
     key_fp = run["decisions"][0]["fingerprint"]
     assert provenance["buildDefinition"]["externalParameters"]["goal"]["sha256"] == goal_sha
+    assert provenance["buildDefinition"]["externalParameters"]["agent"]["version"] == "0.86.2"
     runner_key = load_runner_key(repo.env)
     assert runner_key is not None
     builder = provenance["runDetails"]["builder"]["id"]

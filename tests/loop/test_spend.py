@@ -94,6 +94,7 @@ def test_aider_cost_is_read() -> None:
         "cost_usd": 0.0009,
         "turns": 2,
         "spend_evidence": "cost: 2 'Cost: $… message' figures; turns: Tokens lines",
+        "agent_version": "0.86.2",  # its first line, `Aider v0.86.2`
     }
 
 

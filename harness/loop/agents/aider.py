@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 
 from harness.loop.agents.lines import Parser
-from harness.loop.agents.usage import Tokens, Usage, bounded
+from harness.loop.agents.usage import Tokens, Usage, bounded, version
 
 _TOKENS = re.compile(
     r"^Tokens: (?P<sent>\d+(?:\.\d+)?[kM]?) sent, (?:.*, )?"
@@ -28,6 +28,7 @@ _COST = re.compile(
     r"Cost: \$(?P<message>\d+(?:\.\d+)?) message, \$(?P<session>\d+(?:\.\d+)?) session\."
 )
 _API_ERROR = re.compile(r"^litellm\.\w+: ")
+_VERSION = re.compile(r"^Aider v(\S+)$")  # its first line
 _SCALE = {"": 1, "k": 1_000, "M": 1_000_000}
 
 
@@ -42,8 +43,12 @@ class AiderParser(Parser):
         self.session_cost = 0.0
         self.tokens: Tokens = (0, 0, 0)
         self.failure: str | None = None
+        self.version: str | None = None
 
     def line(self, text: str) -> None:
+        named = _VERSION.match(text) if self.version is None else None
+        if named:
+            self.version = version(named[1])
         tokens = _TOKENS.match(text)
         if tokens:
             self.calls += 1
@@ -72,6 +77,7 @@ class AiderParser(Parser):
             tokens=self.tokens if self.calls and not self.costs else None,
             evidence=evidence,
             unavailable=self.failure,
+            version=self.version,
         )
 
 

@@ -16,7 +16,16 @@ from __future__ import annotations
 from typing import Any
 
 from harness.loop.agents.lines import Parser, json_values
-from harness.loop.agents.usage import Scope, Usage, bounded, cost, count, session, summary
+from harness.loop.agents.usage import (
+    Scope,
+    Usage,
+    bounded,
+    cost,
+    count,
+    session,
+    summary,
+    version,
+)
 
 NO_RESULT = "claude-json: no result object in the output"
 _USAGE_KEYS = (
@@ -37,6 +46,7 @@ class ClaudeParser(Parser):
         self.messages = 0  # assistant messages seen (one message may span several events)
         self._last_message: str | None = None
         self.session: str | None = None
+        self.version: str | None = None  # stream-json's init event says it
 
     def line(self, text: str) -> None:
         for value in json_values(text):
@@ -55,15 +65,18 @@ class ClaudeParser(Parser):
             if not isinstance(ident, str) or ident != self._last_message:
                 self.messages += 1
             self._last_message = ident if isinstance(ident, str) else None
-        elif kind == "system" and self.session is None:
-            self.session = session(event.get("session_id"))
+        elif kind == "system":
+            self.session = self.session or session(event.get("session_id"))
+            self.version = self.version or version(event.get("claude_code_version"))
 
     def result(self) -> Usage:
         result = self.result_event
         if result is None:
             turns = self.messages or None
             evidence = f"claude: {self.messages} assistant message(s) printed" if turns else None
-            return Usage(None, turns, None, NO_RESULT, self.session, evidence=evidence)
+            return Usage(
+                None, turns, None, NO_RESULT, self.session, evidence=evidence, version=self.version
+            )
         total = cost(result.get("total_cost_usd"))
         scope, share, cost_evidence = _cost_scope(result)
         turns, turns_evidence = self._turns(count(result.get("num_turns")))
@@ -78,6 +91,7 @@ class ClaudeParser(Parser):
             unavailable=_unavailable(result),
             session_cost_usd=total,
             cost_floor_usd=_floor(total, share),
+            version=self.version,
         )
 
     def _turns(self, reported: int | None) -> tuple[int | None, str]:

@@ -18,7 +18,12 @@ from harness.loop.agents.claude import ClaudeParser
 from harness.loop.agents.codex import CodexParser
 from harness.loop.agents.lines import Parser
 from harness.loop.agents.plain import PlainParser
-from harness.loop.agents.records import Recorded, claude_transcript, codex_rollout
+from harness.loop.agents.records import (
+    Recorded,
+    claude_transcript,
+    claude_version,
+    codex_rollout,
+)
 from harness.loop.agents.usage import Usage
 from harness.model.config import Prices
 
@@ -74,7 +79,9 @@ class Meter:
             return _with_rollout(usage, recorded) if recorded else usage
         if self.fmt == "claude-json" and usage.cost_usd is None:
             recorded = claude_transcript(self.env, self.cwd, self.since)
-            return self._with_transcript(usage, recorded) if recorded else usage
+            usage = self._with_transcript(usage, recorded) if recorded else usage
+        if self.fmt == "claude-json" and usage.version is None:
+            usage = replace(usage, version=claude_version(self.env, self.cwd, self.since))
         return usage
 
     def _with_transcript(self, usage: Usage, recorded: Recorded) -> Usage:
@@ -91,6 +98,7 @@ class Meter:
             session=usage.session or recorded.session,
             evidence=f"no result printed: {recorded.source} since the step began ({how})",
             session_cost_usd=recorded.session_cost_usd,
+            version=usage.version or recorded.version,
         )
 
 
@@ -103,4 +111,5 @@ def _with_rollout(usage: Usage, recorded: Recorded) -> Usage:
         session=usage.session or recorded.session,
         evidence=f"turns and tokens: {recorded.source} since the step began",
         session_tokens=recorded.session_tokens or usage.session_tokens,
+        version=usage.version or recorded.version,
     )

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from harness.loop.agents.lines import MAX_LINE_BYTES, json_values
-from harness.loop.agents.usage import Tokens, cost, count, session
+from harness.loop.agents.usage import Tokens, cost, count, session, version
 
 MAX_FILE_BYTES = 256 * 1024 * 1024
 MAX_FILES = 20
@@ -44,6 +44,7 @@ class Recorded:
     source: str  # for the step's evidence
     session_cost_usd: float | None = None  # the session's running total after the step
     session_tokens: Tokens | None = None  # the thread's running total after the step
+    version: str | None = None  # the tool's, as its record names it
 
 
 def claude_home(env: Mapping[str, str]) -> Path | None:
@@ -75,6 +76,20 @@ def claude_transcript(env: Mapping[str, str], cwd: Path, since: float) -> Record
     return totals.recorded()
 
 
+def claude_version(env: Mapping[str, str], cwd: Path, since: float) -> str | None:
+    """The version Claude Code stamped on its transcript lines written since `since` (its
+    `--output-format json` result names none)."""
+    home = claude_home(env)
+    if home is None:
+        return None
+    found = None
+    for path in _changed_files(claude_project_dir(home, cwd), "*.jsonl", since):
+        for record in _records(path):
+            if _stamp(record.get("timestamp")) >= since:
+                found = version(record.get("version")) or found
+    return found
+
+
 def codex_rollout(
     env: Mapping[str, str], since: float, thread: str | None = None
 ) -> Recorded | None:
@@ -87,9 +102,12 @@ def codex_rollout(
     tokens: Tokens = (0, 0, 0)
     found: str | None = None
     thread_total: Tokens | None = None
+    cli: str | None = None
     for path in _changed_files(home / "sessions", f"*/*/*/{pattern}", since):
         for record in _records(path):
             payload = record.get("payload")
+            if record.get("type") == "session_meta" and isinstance(payload, dict):
+                cli = version(payload.get("cli_version")) or cli
             if record.get("type") != "token_usage_record" or not isinstance(payload, dict):
                 continue
             if _stamp(record.get("timestamp")) < since:
@@ -101,7 +119,9 @@ def codex_rollout(
     if found is None:
         return None
     source = "codex rollout token_usage_record"
-    return Recorded(len(turns), tokens, None, found, source, session_tokens=thread_total)
+    return Recorded(
+        len(turns), tokens, None, found, source, session_tokens=thread_total, version=cli
+    )
 
 
 class _ClaudeTotals:
@@ -112,6 +132,7 @@ class _ClaudeTotals:
         self.session: str | None = None
         self.cost_before = 0.0
         self.cost_after: float | None = None
+        self.version: str | None = None
 
     def read(self, path: Path) -> None:
         last_id: str | None = None
@@ -124,6 +145,7 @@ class _ClaudeTotals:
             if _stamp(record.get("timestamp")) < self.since:
                 continue
             started = True
+            self.version = version(record.get("version")) or self.version
             message = record.get("message")
             if kind != "assistant" or not isinstance(message, dict):
                 continue
@@ -152,7 +174,13 @@ class _ClaudeTotals:
             spent = self.cost_after - self.cost_before
         source = "claude transcript"
         return Recorded(
-            self.turns, self.tokens, spent, self.session, source, session_cost_usd=self.cost_after
+            self.turns,
+            self.tokens,
+            spent,
+            self.session,
+            source,
+            session_cost_usd=self.cost_after,
+            version=self.version,
         )
 
 

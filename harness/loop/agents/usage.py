@@ -8,12 +8,15 @@ excerpt.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
 MAX_SUMMARY_CHARS = 2_000
 MAX_ERROR_CHARS = 500
 MAX_SESSION_CHARS = 200
+# A version as the tools print theirs (`2.1.332`, `0.171.0`, `0.86.2`, `1.0.0-beta.1`).
+_VERSION = re.compile(r"[0-9][0-9A-Za-z.+_-]{0,39}")
 
 # "process": the figure covers this process alone and is counted whole.
 # "session": the figure may be the session's running total (restored on resume); the
@@ -42,6 +45,8 @@ class Usage:
     # The least this process spent by its own evidence (claude: total_cost_usd scaled by
     # this process's share of the tokens it was priced from); a subtraction never goes below.
     cost_floor_usd: float = 0.0
+    # The tool's version as it reported it (its own word, for the attestation: attest.md).
+    version: str | None = None
 
 
 NOTHING = Usage(None, None, None, None)
@@ -72,6 +77,11 @@ def summary(value: Any) -> str | None:
 
 def session(value: Any) -> str | None:
     return value[:MAX_SESSION_CHARS] if isinstance(value, str) and value else None
+
+
+def version(value: Any) -> str | None:
+    """A version string as a tool prints one, else None (nothing else of the agent's)."""
+    return value if isinstance(value, str) and _VERSION.fullmatch(value) else None
 
 
 def bounded(text: str) -> str:

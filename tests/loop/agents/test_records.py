@@ -84,7 +84,13 @@ def test_codex_rollout_has_each_response_of_this_process(tmp_path: Path) -> None
     assert (found.turns, found.tokens, found.session) == (1, (1000, 0, 50), RESUMED_THREAD)
     assert found.session_tokens == (3000, 0, 150)
     assert codex_rollout(env, 0, RESUMED_THREAD) == found.__class__(
-        3, (3000, 0, 150), None, RESUMED_THREAD, found.source, session_tokens=(3000, 0, 150)
+        3,
+        (3000, 0, 150),
+        None,
+        RESUMED_THREAD,
+        found.source,
+        session_tokens=(3000, 0, 150),
+        version="0.171.0",
     )
     assert codex_rollout(env, 0, "another-thread") is None
 
