@@ -135,6 +135,21 @@ def shipped(managed: ManagedFactory, tmp_path: Path, contained: None) -> tuple[M
     return repo, runner
 
 
+def _check_provenance(
+    provenance: dict[str, Any], repo: ManagedRepo, goal_sha: str, finished: str
+) -> None:
+    """The owner's inputs (goal file, the agent as it said its version), the runner's key
+    as the builder, the ship decision's time as the end."""
+    parameters = provenance["buildDefinition"]["externalParameters"]
+    assert parameters["goal"]["sha256"] == goal_sha
+    assert parameters["agent"]["version"] == "0.86.2"
+    runner_key = load_runner_key(repo.env)
+    assert runner_key is not None
+    builder = provenance["runDetails"]["builder"]["id"]
+    assert builder == f"https://goal-harness.invalid/attest/runner#{runner_key.fingerprint}"
+    assert provenance["runDetails"]["metadata"]["finishedOn"] == finished
+
+
 def test_attest_bundle_verifies_with_in_toto_and_securesystemslib(
     shipped: tuple[ManagedRepo, str], tmp_path: Path
 ) -> None:
@@ -185,13 +200,7 @@ def test_attest_bundle_verifies_with_in_toto_and_securesystemslib(
     }
     assert payload(lines[3])["subject"][0]["digest"] == {"gitCommit": used["data"]["commit"]}
     key_fp = run["decisions"][0]["fingerprint"]
-    assert provenance["buildDefinition"]["externalParameters"]["goal"]["sha256"] == goal_sha
-    assert provenance["buildDefinition"]["externalParameters"]["agent"]["version"] == "0.86.2"
-    runner_key = load_runner_key(repo.env)
-    assert runner_key is not None
-    builder = provenance["runDetails"]["builder"]["id"]
-    assert builder == f"https://goal-harness.invalid/attest/runner#{runner_key.fingerprint}"
-    assert provenance["runDetails"]["metadata"]["finishedOn"] == used["ts"]
+    _check_provenance(provenance, repo, goal_sha, used["ts"])
     assert run["ledger"]["seq"] == used["seq"] and [d["decision"] for d in run["decisions"]] == [
         "run",
         "ship",
