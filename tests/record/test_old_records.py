@@ -1,7 +1,8 @@
 """Records outlive versions: a goal parked by an earlier release loads, verifies and resumes.
 
 `tests/data/records/parked-at-ship.bundle` was recorded by the release that made it (see
-make_parked.py there) and is never regenerated. Whatever the cell, ledger or decision formats
+make_parked.py there) and is never regenerated; so were `recurring-run-2.bundle` and
+`signed-parked.bundle` (a runner's signed checkpoints, make_signed.py). Whatever the cell, ledger or decision formats
 become, this goal must verify as it is, take its signed ship decision and complete.
 """
 
@@ -78,6 +79,39 @@ def test_a_goal_parked_by_an_earlier_release_verifies_ships_and_completes(tmp_pa
     assert (row["status"], row["verified"]) == ("completed", True)
     checked = _harness(root, env, "verify")
     assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+def test_a_goal_a_listed_runner_parked_verifies_without_the_secret_and_ships(
+    tmp_path: Path,
+) -> None:
+    """`signed-parked.bundle`: every checkpoint signed by runner-1 (make_signed.py). A clone
+    without the secret verifies it by that signature; the runner ships it and signs on."""
+    root = _unbundled(tmp_path, "signed-parked.bundle")
+    reviewer = {k: v for k, v in os.environ.items() if not k.startswith("HARNESS_SECRET")}
+    reviewer["XDG_CONFIG_HOME"] = str(tmp_path / "reviewer-config")
+    public = (RECORDS / "runner-test-only.pub").read_text().split()[1]
+    said = "verified by runner runner-1 (SHA256:"
+    checked = _harness(root, reviewer, "verify")
+    assert checked.returncode == 0 and said in checked.stdout, checked.stdout + checked.stderr
+    assert said in _harness(root, reviewer, "status").stdout
+    assert public in (root / ".harness" / "runners").read_text()
+
+    counters, key, runner_key = tmp_path / "counters", tmp_path / "owner", tmp_path / "runner"
+    counters.mkdir()
+    for source, target in (("owner-test-only", key), ("runner-test-only", runner_key)):
+        shutil.copyfile(RECORDS / source, target)
+        target.chmod(0o600)
+    env = {**os.environ, "HARNESS_SECRET": SECRET, "TEST_COUNTER_DIR": str(counters)}
+    env["HARNESS_RUNNER_KEY_FILE"] = str(runner_key)
+    signed = _harness(root, env, "ship", "g1", "--key", str(key))
+    assert signed.returncode == 0, signed.stdout + signed.stderr
+    git(root, "add", "goals")
+    git(root, "commit", "-qm", "record the ship decision")
+    ran = _harness(root, env, "run")
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert json.loads(_harness(root, env, "status", "--json").stdout)[0]["status"] == "completed"
+    checked = _harness(root, reviewer, "verify")
+    assert checked.returncode == 0 and said in checked.stdout, checked.stdout + checked.stderr
 
 
 def test_the_earlier_release_s_record_is_refused_when_a_byte_of_it_changes(tmp_path: Path) -> None:
