@@ -14,6 +14,7 @@ import yaml
 from harness import __version__
 from harness.commands.demo import DEMO_SECRET, GOAL_ID
 from tests.agents.templates import template_goal
+from tests.managed import harness_in
 from tests.otlp import all_spans, attributes, parse_json, parse_json_as_is
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -23,14 +24,7 @@ def harness(*args: str, secret: bool = True) -> subprocess.CompletedProcess[str]
     env = {k: v for k, v in os.environ.items() if not k.startswith("HARNESS_")}
     if secret:
         env["HARNESS_SECRET"] = DEMO_SECRET
-    return subprocess.run(
-        [sys.executable, "-m", "harness", *args],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    return harness_in(ROOT, env, *args)
 
 
 def test_example_goals_pass_check() -> None:

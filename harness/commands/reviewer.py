@@ -89,17 +89,18 @@ NO_RUNNERS = 'no .harness/runners: checkpoints are not signed (trust.md, "Runner
 
 
 def vouch_record(
-    control: Control, paths: GoalPaths, head: Position | None = None
+    control: Control, paths: GoalPaths, head: Position | None = None, cell: bytes | None = None
 ) -> Vouched | None:
     """Where the secret is not: the listed runner who signed this goal's record (its cell,
-    and `head`, the ledger's last line as read), or None where the owners list no runners.
-    A record that no listed runner signed is refused (exit 3): forged, or edited since."""
+    read here unless the caller has its bytes, and `head`, the ledger's last line as read),
+    or None where the owners list no runners. A record that no listed runner signed is
+    refused (exit 3): forged, or edited since."""
     runners = control.runners()
     if runners is None:
         return None
     source = f"{paths.rel}/state.json"
     try:
-        cell = paths.cell.read_bytes()
+        cell = paths.cell.read_bytes() if cell is None else cell
     except FileNotFoundError:
         raise TrustFailure(
             f"{source}: missing (expected the goal's cell beside its ledger)"

@@ -51,7 +51,7 @@ def _check(repo: Repo, control: Control, goal_id: str, remote_ref: str | None) -
         source = f"ledger/{goal_id}/state.json"
         data = found.paths.cell.read_bytes() if found.paths.cell.is_file() else None
         head = Position(last.event.seq, last.hash) if last is not None else START
-        signed = vouch_record(control, found.paths, head) if data is not None else None
+        signed = vouch_record(control, found.paths, head, data) if data is not None else None
     if data is None:
         raise TrustFailure(f"{source}: missing (expected the goal's cell beside its ledger)")
     cell = peek_cell(data, source, goal_id)

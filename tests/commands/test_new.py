@@ -15,7 +15,6 @@ import os
 import re
 import shlex
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -24,7 +23,7 @@ from harness.commands.new import AGENTS, API_HOSTS, NETWORK
 from harness.loop.agents.support import SUPPORTED
 from harness.model.yamlload import load_yaml
 from tests.agents.templates import template_goal
-from tests.managed import Key
+from tests.managed import Key, harness_in
 from tests.pinned_agents import pinned_cli
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -40,14 +39,7 @@ HIDDEN = {"claude": {"--max-turns"}}
 
 def _harness(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("HARNESS_")}
-    return subprocess.run(
-        [sys.executable, "-m", "harness", *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    return harness_in(cwd, env, *args)
 
 
 def _new_repo(tmp_path: Path, key: Key, agent: str) -> Path:

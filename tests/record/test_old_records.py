@@ -11,8 +11,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
-import sys
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -21,20 +19,9 @@ from harness.record.ledger import Ledger
 from harness.record.render import replay_chunks
 from harness.record.report.page import render_html
 from harness.trust.secret import Secret
-from tests.managed import SECRET, git
+from tests.managed import SECRET, git, harness_in
 
 RECORDS = Path(__file__).parents[1] / "data" / "records"
-
-
-def _harness(root: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "harness", *args],
-        cwd=root,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
 
 
 def _unbundled(tmp_path: Path, bundle: str = "parked-at-ship.bundle") -> Path:
@@ -61,23 +48,23 @@ def test_a_goal_parked_by_an_earlier_release_verifies_ships_and_completes(tmp_pa
     key.chmod(0o600)
     env = {**os.environ, "HARNESS_SECRET": SECRET, "TEST_COUNTER_DIR": str(counters)}
 
-    checked = _harness(root, env, "verify")
+    checked = harness_in(root, env, "verify")
     assert checked.returncode == 0, checked.stdout + checked.stderr
-    row = json.loads(_harness(root, env, "status", "--json").stdout)[0]
+    row = json.loads(harness_in(root, env, "status", "--json").stdout)[0]
     assert (row["status"], row["gate"], row["verified"]) == ("parked_at_eyes", "ship", True)
 
-    signed = _harness(root, env, "ship", "g1", "--key", str(key))
+    signed = harness_in(root, env, "ship", "g1", "--key", str(key))
     assert signed.returncode == 0, signed.stdout + signed.stderr
     git(root, "add", "goals/g1.approval")
     git(root, "commit", "-qm", "record the ship decision")
     gate_commit = row["gate_detail"].split()[1]
     for _ in range(2):  # the decision is taken once: a second run ships nothing
-        ran = _harness(root, env, "run")
+        ran = harness_in(root, env, "run")
         assert ran.returncode == 0, ran.stdout + ran.stderr
         assert (counters / "ship.log").read_text() == gate_commit + "\n"  # the signed commit
-    row = json.loads(_harness(root, env, "status", "--json").stdout)[0]
+    row = json.loads(harness_in(root, env, "status", "--json").stdout)[0]
     assert (row["status"], row["verified"]) == ("completed", True)
-    checked = _harness(root, env, "verify")
+    checked = harness_in(root, env, "verify")
     assert checked.returncode == 0, checked.stdout + checked.stderr
 
 
@@ -91,9 +78,9 @@ def test_a_goal_a_listed_runner_parked_verifies_without_the_secret_and_ships(
     reviewer["XDG_CONFIG_HOME"] = str(tmp_path / "reviewer-config")
     public = (RECORDS / "runner-test-only.pub").read_text().split()[1]
     said = "verified by runner runner-1 (SHA256:"
-    checked = _harness(root, reviewer, "verify")
+    checked = harness_in(root, reviewer, "verify")
     assert checked.returncode == 0 and said in checked.stdout, checked.stdout + checked.stderr
-    assert said in _harness(root, reviewer, "status").stdout
+    assert said in harness_in(root, reviewer, "status").stdout
     assert public in (root / ".harness" / "runners").read_text()
 
     counters, key, runner_key = tmp_path / "counters", tmp_path / "owner", tmp_path / "runner"
@@ -103,14 +90,14 @@ def test_a_goal_a_listed_runner_parked_verifies_without_the_secret_and_ships(
         target.chmod(0o600)
     env = {**os.environ, "HARNESS_SECRET": SECRET, "TEST_COUNTER_DIR": str(counters)}
     env["HARNESS_RUNNER_KEY_FILE"] = str(runner_key)
-    signed = _harness(root, env, "ship", "g1", "--key", str(key))
+    signed = harness_in(root, env, "ship", "g1", "--key", str(key))
     assert signed.returncode == 0, signed.stdout + signed.stderr
     git(root, "add", "goals")
     git(root, "commit", "-qm", "record the ship decision")
-    ran = _harness(root, env, "run")
+    ran = harness_in(root, env, "run")
     assert ran.returncode == 0, ran.stdout + ran.stderr
-    assert json.loads(_harness(root, env, "status", "--json").stdout)[0]["status"] == "completed"
-    checked = _harness(root, reviewer, "verify")
+    assert json.loads(harness_in(root, env, "status", "--json").stdout)[0]["status"] == "completed"
+    checked = harness_in(root, reviewer, "verify")
     assert checked.returncode == 0 and said in checked.stdout, checked.stdout + checked.stderr
 
 
@@ -126,7 +113,7 @@ def test_the_earlier_release_s_record_is_refused_when_a_byte_of_it_changes(tmp_p
     (root / first).write_text(edited)
     git(root, "commit", "-qam", "an edit")
     git(root, "checkout", "-q", "main")
-    checked = _harness(root, env, "verify")
+    checked = harness_in(root, env, "verify")
     assert checked.returncode == 3, checked.stdout + checked.stderr
 
 
@@ -143,9 +130,9 @@ def test_a_recurring_goal_recorded_before_anchoring_runs_on_from_its_due_time(
     later = "2026-12-03T14:40:00.100Z"  # a minute after the bundle's runs
     env = {**os.environ, "HARNESS_SECRET": SECRET, "TEST_COUNTER_DIR": str(counters)}
     env |= {"HARNESS_NOW": later}
-    checked = _harness(root, env, "verify")
+    checked = harness_in(root, env, "verify")
     assert checked.returncode == 0, checked.stdout + checked.stderr
-    row = json.loads(_harness(root, env, "status", "--json").stdout)[0]
+    row = json.loads(harness_in(root, env, "status", "--json").stdout)[0]
     assert (row["status"], row["run"], row["runnable"], row["verified"]) == (
         "completed",
         2,
@@ -153,9 +140,9 @@ def test_a_recurring_goal_recorded_before_anchoring_runs_on_from_its_due_time(
         True,
     )
     for _ in range(2):  # one catch-up run, not one per missed interval
-        ran = _harness(root, env, "run")
+        ran = harness_in(root, env, "run")
         assert ran.returncode == 0, ran.stdout + ran.stderr
-    row = json.loads(_harness(root, env, "status", "--json").stdout)[0]
+    row = json.loads(harness_in(root, env, "status", "--json").stdout)[0]
     assert (row["status"], row["run"]) == ("completed", 3)
     text = git(root, "show", "harness/g1:ledger/g1/events/000001.jsonl")
     started = [
@@ -167,7 +154,7 @@ def test_a_recurring_goal_recorded_before_anchoring_runs_on_from_its_due_time(
     periods = (stands_for - old_due) / timedelta(seconds=2)
     assert periods == int(periods) and periods > 1, (old_due, stands_for)
     assert _moment(row["next_run_due"]) - stands_for == timedelta(seconds=2)
-    checked = _harness(root, env, "verify")
+    checked = harness_in(root, env, "verify")
     assert checked.returncode == 0, checked.stdout + checked.stderr
 
 
