@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Protocol
 
+from harness.loop.contain.gate import Gate
 from harness.store.gitenv import GIT_LOCATING
 
 ALWAYS_SCRUBBED = (
@@ -269,17 +270,26 @@ def run_step(
         raise ValueError("run_step: empty argv")
     started = clock()
     out, both = _Tail(stdout_keep_bytes), _Tail(tail_bytes)
+    # A contained build starts without a fork of the harness, held at a gate until bwrap
+    # will die with it (contain/gate.py); a read-only step's `prepare` needs the fork.
+    gate = Gate() if bwrap and prepare is None else None
     try:
-        proc = _start(argv, cwd, env, stdin, prepare)
+        proc = _start(argv, cwd, env, stdin, prepare, gate)
     except OSError as exc:
+        if gate is not None:
+            gate.close()
         return _not_started(argv, cwd, exc, clock() - started)
     except subprocess.SubprocessError:  # `prepare` raised in the child (nothing ran)
         assert prepare is not None
         return cannot_start(prepare.failure)
+    if gate is not None:
+        gate.started()
     child = _Child(proc, clock, out, both, on_stdout)
     try:
         if on_start is not None:
-            on_start(proc.pid)
+            on_start(proc.pid)  # recorded before the command may run: a killed run ends it
+        if gate is not None:
+            gate.open(started + timeout_s, clock)
         timed_out = not child.run_until(started + timeout_s, need_eof=False)
         child.finish_group(GRACE_S)
         code = child.reap()
@@ -291,6 +301,8 @@ def run_step(
         raise
     finally:
         child.close()
+        if gate is not None:
+            gate.close()
     return StepResult(
         exit_code=None if timed_out or code < 0 else code,
         duration_s=clock() - started,
@@ -379,12 +391,25 @@ def _start(
     env: Mapping[str, str],
     stdin: bytes,
     prepare: Prepare | None = None,
+    gate: Gate | None = None,
 ) -> subprocess.Popen[bytes]:
     # Scrub again here, whatever the caller built: the secret never reaches a child.
     safe_env = {name: value for name, value in env.items() if not scrubbed(name)}
     with tempfile.TemporaryFile() as stdin_file:
         stdin_file.write(stdin)
         stdin_file.seek(0)
+        if gate is not None:  # no preexec_fn: Python starts bwrap by vfork
+            return subprocess.Popen(
+                gate.argv(argv),
+                cwd=cwd,
+                env=safe_env,
+                stdin=stdin_file,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+                close_fds=True,
+                pass_fds=gate.child_fds(),
+            )
         return subprocess.Popen(
             list(argv),
             cwd=cwd,

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -271,7 +272,11 @@ def test_build_sees_no_harness_process(contained: Probed) -> None:
     processes = contained.seen()["processes"]
     assert len(processes) == 2, processes
     # Listed by command line, so the order depends on where the checkout's python lives.
-    bwrap = [p for p in processes if p.startswith(f"{BWRAP} --ro-bind / / --dev /dev --proc /proc")]
+    # A build's bwrap holds its gate's two descriptors first (contain/gate.py).
+    line = (
+        rf"{re.escape(BWRAP)} --info-fd \d+ --block-fd \d+ --ro-bind / / --dev /dev --proc /proc "
+    )
+    bwrap = [p for p in processes if re.match(line, p)]
     assert len(bwrap) == 1, processes
     assert set(processes) - set(bwrap) == {f"{sys.executable} probe_agent.py "}
 

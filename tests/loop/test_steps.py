@@ -31,6 +31,29 @@ def _run(tmp_path: Path, body: str, timeout_s: float = 20, **kwargs: Any) -> Ste
     return run_step(_script(tmp_path, body), tmp_path, BASE_ENV, b"", timeout_s, **kwargs)
 
 
+# A stand-in for bwrap that keeps its gate (contain/gate.py) as bwrap does: it writes its
+# info, waits for the harness's byte, then runs the script it was given as its command.
+STAND_IN = f"""#!{sys.executable}
+import os, runpy, sys
+_, info_fd, info, block_fd, block, script = sys.argv
+assert (info_fd, block_fd) == ("--info-fd", "--block-fd"), sys.argv
+os.write(int(info), b'{{"child-pid": 1}}')
+os.close(int(info))
+assert os.read(int(block), 1) == b"g"
+sys.argv = [script]
+runpy.run_path(script, run_name="__main__")
+"""
+
+
+def _run_as_bwrap(tmp_path: Path, body: str) -> StepResult:
+    """`body` as the command of a stand-in bwrap: what run_step reads from bwrap's exits."""
+    stand_in = tmp_path / "bwrap"
+    stand_in.write_text(STAND_IN)
+    stand_in.chmod(0o755)
+    argv = [str(stand_in), _script(tmp_path, body)[1]]
+    return run_step(argv, tmp_path, BASE_ENV, b"", 20, bwrap=True)
+
+
 def _gone(pid: int) -> bool:
     """True when `pid` no longer runs (a zombie our init has not reaped counts as gone)."""
     try:
@@ -161,7 +184,7 @@ def test_under_bwrap_exit_128_plus_n_reads_as_signal_n(
     """bwrap exits 128+N when its command dies by signal N, and 0.8.0 tells no more (its
     --json-status-fd says `"exit-code": 137` for `kill -KILL` and `exit 137` alike), so a
     contained step's 128+N is read as the signal; the same exit of a bare step is an exit."""
-    result = _run(tmp_path, f"raise SystemExit({exits})", bwrap=True)
+    result = _run_as_bwrap(tmp_path, f"raise SystemExit({exits})")
     assert (result.exit_code, result.signal, result.timed_out) == (*read, False)
     bare = _run(tmp_path, f"raise SystemExit({exits})")
     assert (bare.exit_code, bare.signal) == (exits, None)
@@ -183,7 +206,7 @@ def test_under_bwrap_a_command_that_did_not_start_reads_as_127_or_126(
     """bwrap exits 1 when execvp fails, saying only `bwrap: execvp <name>: <why>`: read as
     the shell's 127 (not found) or 126 (any other reason), as a bare step's is."""
     body = f"import sys; sys.stderr.write({said!r}); raise SystemExit(1)"
-    assert _run(tmp_path, body, bwrap=True).exit_code == read
+    assert _run_as_bwrap(tmp_path, body).exit_code == read
     assert _run(tmp_path, body).exit_code == 1
 
 

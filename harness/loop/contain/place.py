@@ -4,6 +4,7 @@ contained step sees", "Extra binds")."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import pwd
@@ -48,14 +49,24 @@ class Place:
         return self.own_home if self.own_home is not None else self.homes() / self.goal_id
 
     def homes(self) -> Path:
-        digest = hashlib.sha256(os.fsencode(self.common_dir.resolve())).hexdigest()[:16]
-        return homes_root(self.env) / digest
+        return self._homes
 
     def hidden(self) -> list[Path]:
-        return [path for path, _ in self.hidden_named()]
+        return [path for path, _ in self._hidden]
 
     def hidden_named(self) -> list[tuple[Path, str]]:
         """What no step may see, each with what it is (for a refusal to say)."""
+        return list(self._hidden)
+
+    # Worked out once a Place (each step's contain() asks several times; a Place lives for
+    # one step or one command, within which the runner's home and environment stay put).
+    @functools.cached_property
+    def _homes(self) -> Path:
+        digest = hashlib.sha256(os.fsencode(self.common_dir.resolve())).hexdigest()[:16]
+        return homes_root(self.env) / digest
+
+    @functools.cached_property
+    def _hidden(self) -> tuple[tuple[Path, str], ...]:
         homes = {_real_home(self.env), Path(pwd.getpwuid(os.getuid()).pw_dir)}
         named = [
             (self.common_dir / "harness", ".git/harness"),
@@ -71,7 +82,7 @@ class Place:
         if socket:
             named.append((Path(socket).parent, "the folder of SSH_AUTH_SOCK"))
         named.append((Path(f"/run/user/{os.getuid()}"), "the user's runtime folder"))
-        return named
+        return tuple(named)
 
     def hiding_the_repository(self) -> TrustFailure | None:
         """A hidden folder that holds the checkout or its .git would hide them from every

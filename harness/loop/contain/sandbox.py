@@ -211,21 +211,24 @@ def _base_args(identity: tuple[str, ...]) -> list[str]:
 
 
 def _hide(path: Path) -> list[str]:
+    """bwrap arguments that hide `path` (resolved) from the step."""
     try:
         info = os.stat(path)
     except OSError:
         return []  # nothing there to hide
-    where = os.fspath(path.resolve())
+    where = os.fspath(path)
     if stat.S_ISDIR(info.st_mode):
         return ["--tmpfs", where]
     return ["--ro-bind", "/dev/null", where]
 
 
-def _python_prefixes_in_tmp() -> list[Path]:
-    """The harness's own Python environment, where it lies under /tmp (a venv made there)."""
+@functools.cache
+def _python_prefixes_in_tmp() -> tuple[Path, ...]:
+    """The harness's own Python environment, where it lies under /tmp (a venv made there);
+    found once a process."""
     tmp = Path("/tmp").resolve()
     prefixes = dict.fromkeys(Path(p).resolve() for p in (sys.prefix, sys.base_prefix))
-    return [p for p in prefixes if p.is_relative_to(tmp) and p != tmp]
+    return tuple(p for p in prefixes if p.is_relative_to(tmp) and p != tmp)
 
 
 def bwrap_argv(
@@ -244,15 +247,16 @@ def bwrap_argv(
     `egress` too, the proxy's socket is bound in read-only (`egress.py`)."""
     worktree = os.fspath(place.worktree.resolve())
     home = place.home()
+    hidden = [path.resolve() for path in place.hidden()]  # resolved once a step
     args = [bwrap, *_base_args(_identity(bwrap)[0]), *([] if network else ["--unshare-net"])]
-    args += hide_run(network, place.hidden())  # the host's sockets (sockets.py)
+    args += hide_run(network, hidden)  # the host's sockets (sockets.py)
     # The repository, or the Python the harness runs from (a venv a step's `python` may be),
     # may be under /tmp, which the tmpfs hides: show them again, read-only.
     for shown in dict.fromkeys([place.repo_root.resolve(), place.common_dir.resolve()]):
         args += ["--ro-bind", os.fspath(shown), os.fspath(shown)]
     for prefix in _python_prefixes_in_tmp():
         args += ["--ro-bind", os.fspath(prefix), os.fspath(prefix)]
-    for path in place.hidden():
+    for path in hidden:
         args += _hide(path)
     args += ["--bind", os.fspath(home), os.fspath(home)]
     binds = place.bound()

@@ -28,11 +28,11 @@ def run_dirs() -> list[Path]:
 
 def hide_run(network: bool, hidden: Iterable[Path]) -> list[str]:
     """bwrap arguments for /run: empty without the network; with it, /dev/null over every
-    socket there but the resolver's and those in `hidden` (emptied anyway)."""
+    socket there but the resolver's and those in `hidden` (resolved paths, emptied anyway)."""
     runs = run_dirs()
     if not network:
         return [arg for run in runs for arg in ("--tmpfs", os.fspath(run))]
-    skip = {path.resolve() for path in hidden}
+    skip = set(hidden)
     resolver = RESOLV_CONF.resolve().parent  # nss-resolve's socket lies beside its target
     found = [path for run in runs for path in sockets_under(run, skip)]
     return _nulled(path for path in found if path.parent != resolver or resolver in runs)
