@@ -273,9 +273,9 @@ def test_build_sees_no_harness_process(contained: Probed) -> None:
     assert len(processes) == 2, processes
     # Listed by command line, so the order depends on where the checkout's python lives.
     # A build's bwrap holds its gate's two descriptors first (contain/gate.py).
-    line = (
-        rf"{re.escape(BWRAP)} --info-fd \d+ --block-fd \d+ --ro-bind / / --dev /dev --proc /proc "
-    )
+    assert BWRAP is not None
+    gate = r"--info-fd \d+ --block-fd \d+"
+    line = rf"{re.escape(BWRAP)} {gate} --ro-bind / / --dev /dev --proc /proc "
     bwrap = [p for p in processes if re.match(line, p)]
     assert len(bwrap) == 1, processes
     assert set(processes) - set(bwrap) == {f"{sys.executable} probe_agent.py "}
