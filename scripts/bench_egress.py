@@ -2,13 +2,14 @@
 Every side is a build through `sandbox.contain` and `steps.run_step` under bwrap, as the
 controller runs it; the two sides alternate.
 
-- egress_overhead: a 1 MiB download by a build whose allowlist names the server (through
-  the forwarder and the proxy: a new connection each time, as an `http://` proxy request
-  is) against the same download by a build that shares the runner's network. The server is
-  on the runner's 127.0.0.1 and sends at 1 Gbit/s (a fast link; a real host is further
-  away): the ratio is what a step pays for its proxy on a download. The same downloads from
-  an unpaced server (loopback at memory speed, where nothing hides the proxy's own cost:
-  three socket hops instead of one) are printed beside it. The client times each download
+- egress_overhead: a 1 MiB download by a build whose allowlist names the server (the
+  forwarder passes the connection to the proxy: a new connection each time, as an `http://`
+  proxy request is) against the same download by a build that shares the runner's network.
+  The server is on the runner's 127.0.0.1 and sends at 1 Gbit/s (a fast link; a real host
+  is further away): the ratio is what a step pays for its proxy on a download. The same
+  downloads from an unpaced server (loopback at memory speed, where nothing hides the
+  proxy's own cost: two socket crossings instead of one, and the proxy's work for each
+  connection) are printed beside it. The client times each download
   inside the step (connect to last byte), 20 a step; the best of all steps' downloads.
 - egress_start: how much later a build with an allowlist starts its command than the same
   build without one (network shared): the command prints the wall clock as it starts, the

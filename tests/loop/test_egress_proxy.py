@@ -21,6 +21,7 @@ import pytest
 from harness.errors import InvalidInput
 from harness.loop.contain import proxy as proxy_module
 from harness.loop.contain.egress import EgressProxy, egress_proxy, no_proxy, resolve_hook
+from harness.loop.contain.forward import PASSED
 from harness.loop.contain.layer import LayerFailure
 from harness.model.network import allowlist_from
 
@@ -163,6 +164,91 @@ def test_garbage_gets_400_and_the_proxy_serves_on(server: int, head: bytes) -> N
         after = _ask(proxy.socket, f"GET http://127.0.0.1:{server}/ HTTP/1.1\r\n\r\n".encode())
         record = proxy.stop()
     assert answer.startswith(b"HTTP/1.1 400 Bad Request\r\n")
+    assert after.startswith(b"HTTP/1.0 200 OK")
+    found = _entries(record)
+    assert found[("(unreadable request)", 0, "denied")]["count"] == 1
+    assert found[("127.0.0.1", server, "allowed")]["count"] == 1
+
+
+@contextlib.contextmanager
+def _tcp_pair() -> Iterator[tuple[socket.socket, socket.socket]]:
+    """A step's connection to its forwarder: the client's end and the accepted one."""
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        client = socket.create_connection(listener.getsockname()[:2])
+        accepted, _ = listener.accept()
+    with client, accepted:
+        yield client, accepted
+
+
+def _pass(socket_path: Path, data: bytes, fds: list[int]) -> bytes:
+    """`data` with `fds` sent through the proxy's socket as the forwarder sends a
+    connection (SCM_RIGHTS); what the proxy answers on that socket."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.connect(os.fspath(socket_path))
+        sock.settimeout(10)
+        socket.send_fds(sock, [data], fds)
+        sock.shutdown(socket.SHUT_WR)
+        answer = b""
+        with contextlib.suppress(ConnectionResetError):
+            while chunk := sock.recv(65536):
+                answer += chunk
+    return answer
+
+
+def _until_closed(sock: socket.socket) -> bytes:
+    sock.settimeout(10)
+    answer = b""
+    while chunk := sock.recv(65536):
+        answer += chunk
+    return answer
+
+
+def test_a_connection_the_forwarder_passes_is_served_on_itself(server: int) -> None:
+    """The forwarder's way (forward.py): the step's own TCP connection passed with one
+    byte; the proxy reads the request from it and answers on it."""
+    with (
+        egress_proxy(allowlist_from([f"127.0.0.1:{server}"], "t", "a"), {}) as proxy,
+        _tcp_pair() as (client, accepted),
+    ):
+        assert _pass(proxy.socket, PASSED, [accepted.fileno()]) == b""
+        accepted.close()  # the forwarder keeps no copy
+        client.sendall(f"GET http://127.0.0.1:{server}/via HTTP/1.1\r\n\r\n".encode())
+        answer = _until_closed(client)
+        record = proxy.stop()
+    assert answer.startswith(b"HTTP/1.0 200 OK") and b"GET /via HTTP/1.1" in answer
+    assert _entries(record)[("127.0.0.1", server, "allowed")]["count"] == 1
+
+
+@pytest.mark.parametrize("what", ["a pipe", "a unix socket", "two sockets", "another byte"])
+def test_what_is_not_one_passed_tcp_socket_is_closed_unread(server: int, what: str) -> None:
+    """A hostile step can connect to the proxy's socket itself and pass anything: only one
+    TCP socket with the forwarder's byte is served; the rest is closed, refused with 400
+    on the proxy's socket and counted, and the proxy serves on."""
+    allow = allowlist_from([f"127.0.0.1:{server}"], "t", "a")
+    request = f"GET http://127.0.0.1:{server}/ HTTP/1.1\r\n\r\n".encode()
+    with (
+        egress_proxy(allow, {}) as proxy,
+        _tcp_pair() as (client, accepted),
+        _tcp_pair() as (_, second),
+    ):
+        read, write = os.pipe()
+        unix, other = socket.socketpair()
+        data, fds = {
+            "a pipe": (PASSED, [read]),
+            "a unix socket": (PASSED, [unix.fileno()]),
+            "two sockets": (PASSED, [accepted.fileno(), second.fileno()]),
+            "another byte": (b"x", [accepted.fileno()]),
+        }[what]
+        answer = _pass(proxy.socket, data, fds)
+        for end in (read, write):
+            os.close(end)
+        for sock in (unix, other, accepted):
+            sock.close()
+        after = _ask(proxy.socket, request)
+        closed = _until_closed(client)  # the proxy held the passed copy, and closed it
+        record = proxy.stop()
+    assert answer.startswith(b"HTTP/1.1 400 Bad Request\r\n")
+    assert closed == b""
     assert after.startswith(b"HTTP/1.0 200 OK")
     found = _entries(record)
     assert found[("(unreadable request)", 0, "denied")]["count"] == 1

@@ -1,6 +1,6 @@
 """The forwarder inside a step with an allowlist: the step's only listener on its own
-loopback, a byte pipe from 127.0.0.1:<port> to the egress proxy's Unix socket bound into the
-sandbox (docs/specs/sandbox.md, "Egress by name").
+loopback, 127.0.0.1:<port>, which hands each connection to the egress proxy through its Unix
+socket bound into the sandbox (docs/specs/sandbox.md, "Egress by name").
 
 It runs as the step's first program, `python -I -S -c <this file's text> <socket> <argv…>`
 (the standard library alone, and before the command starts only `os` and `_socket`, so it
@@ -11,8 +11,11 @@ sees as its child; it ends with the step's PID namespace. A program that cannot 
 is reported in bubblewrap's own words (`bwrap: execvp …`), so the harness reads its exit as
 it reads any contained step's (`steps._bwrap_code`).
 
-The step can do what it likes with this process: it holds no privilege the step lacks, and
-the proxy outside decides what gets through.
+The forwarding process moves no bytes: it passes each accepted connection itself to the
+proxy (one byte and the socket, `SCM_RIGHTS`), which reads the request from it and answers
+on it, so a download crosses one relay, not two. The step can do what it likes with this
+process: it holds no privilege the step lacks, and the proxy outside decides what gets
+through (and takes only a TCP socket so passed, `proxy.py`).
 """
 
 from __future__ import annotations
@@ -21,49 +24,26 @@ import _socket
 import os
 import sys
 
-CHUNK = 256 * 1024
 PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY")
+PASSED = b"\0"  # the one byte a passed connection comes with (proxy.py reads it so)
 
 
 def _serve(fd: int, path: str) -> None:
-    """The forwarding process: each connection to the step's port, piped to the proxy."""
-    import contextlib
+    """The forwarding process: each connection to the step's port, handed to the proxy."""
     import socket
-    import threading
-
-    def pump(source: socket.socket, sink: socket.socket) -> None:
-        read, write = os.pipe()
-        try:
-            while moved := os.splice(source.fileno(), write, CHUNK):
-                while moved:
-                    moved -= os.splice(read, sink.fileno(), moved)
-        except OSError:
-            pass
-        finally:
-            os.close(read)
-            os.close(write)
-            with contextlib.suppress(OSError):
-                sink.shutdown(socket.SHUT_WR)
-
-    def pair(conn: socket.socket) -> None:
-        with conn, socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as far:
-            try:
-                far.connect(path)
-            except OSError:
-                return
-            back = threading.Thread(target=pump, args=(far, conn), daemon=True)
-            back.start()
-            pump(conn, far)
-            back.join()
 
     null = os.open(os.devnull, os.O_RDWR)
     for std in (0, 1, 2):  # hold none of the step's pipes open
         os.dup2(null, std)
-    threading.stack_size(256 * 1024)
     with socket.socket(fileno=fd) as listener:
         while True:
             conn, _ = listener.accept()
-            threading.Thread(target=pair, args=(conn,), daemon=True).start()
+            with conn, socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as far:
+                try:
+                    far.connect(path)
+                    socket.send_fds(far, [PASSED], [conn.fileno()])
+                except OSError:
+                    pass  # no proxy: the connection closes, as a refused one would
 
 
 def main(argv: list[str]) -> None:

@@ -3,8 +3,10 @@
 
 It runs outside the sandbox, as a process of its own (`egress.py` starts it with the
 listening Unix socket already bound, so a step never waits for it to start), and serves
-HTTP proxy requests that arrive on that socket from the step's forwarder (`forward.py`):
-`CONNECT host:port` (TLS passes through untouched) and plain `http://` requests in
+HTTP proxy requests on the connections the step's forwarder (`forward.py`) passes it
+through that socket (one byte and the connection's socket, `SCM_RIGHTS`: the proxy reads
+the request from the step's own TCP connection and answers on it, so no second relay
+copies the bytes), or made to the socket itself: `CONNECT host:port` (TLS passes through untouched) and plain `http://` requests in
 absolute form, sent on with `Connection: close`. A destination is let through only when
 the allowlist names it (`model/network.py`); names are resolved here, outside, and a name
 whose addresses are the runner's own (loopback, link-local, unspecified) is refused unless
@@ -16,7 +18,9 @@ A thread per connection (and one more while it relays), the bytes moved by the k
 proxy is ready in a few tens of milliseconds and costs a step little (performance.md,
 `egress_overhead`, `egress_start`).
 
-Bounds, since the step is hostile: a request head of at most 16 KiB read within 30 s, at
+A passed connection must be one TCP socket with the forwarder's one byte: anything else
+the step sends along (a file, a pipe, a Unix socket, two descriptors) is closed unread and
+counted as an unreadable request. Bounds, since the step is hostile: a request head of at most 16 KiB read within 30 s, at
 most 256 connections at a time, 40 destinations itemised (the rest counted), connecting
 within 30 s. Nothing a step sends can end the proxy: a handler's failure closes its own
 connection. When its standard input closes (the step has ended, or the harness has died)
@@ -37,6 +41,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness.loop.contain.forward import PASSED
 from harness.model.network import (
     Allowlist,
     Destination,
@@ -226,15 +231,14 @@ class Proxy:
         threading.Thread(target=self.handle, args=(conn,), daemon=True).start()
 
     def handle(self, conn: socket.socket) -> None:
-        upstream: socket.socket | None = None
+        held = [conn]  # every socket this connection opened or was passed, closed at its end
         try:
-            upstream = self.serve(conn)
+            self.serve(conn, held)
         except Exception:  # a step's connection never ends the proxy
             pass
         finally:
-            for sock in (conn, upstream):
-                if sock is not None:
-                    self.forget(sock)
+            for sock in held:
+                self.forget(sock)
             with self.lock:
                 self.serving -= 1
 
@@ -243,15 +247,16 @@ class Proxy:
             self.open.discard(sock)
         sock.close()
 
-    def serve(self, conn: socket.socket) -> socket.socket | None:
-        """One request, answered or relayed; the upstream socket it opened, if any."""
+    def serve(self, conn: socket.socket, held: list[socket.socket]) -> None:
+        """One request, answered or relayed; the sockets it opens or is passed go in `held`."""
         try:
-            head, rest = _read_head(conn)
+            conn, data = self.receive(conn, held)
+            head, rest = _read_head(conn, data)
             request = parse_head(head)
         except (BadRequest, OSError):
             self.ledger.attempt(UNREADABLE, 0, "denied", "not an HTTP proxy request")
             _answer(conn, 400, "harness: not an HTTP proxy request")
-            return None
+            return
         host, port = request.host, request.port
         why = self.refusal(host, port)
         try:
@@ -261,25 +266,42 @@ class Proxy:
         except OSError as exc:  # the name does not resolve
             self.ledger.add(self.ledger.attempt(host, port, "allowed"), "failed", 1)
             _answer(conn, 502, f"harness: {host}:{port}: {exc}")
-            return None
+            return
         if why:
             self.ledger.attempt(host, port, "denied", why)
             _answer(conn, 403, f"harness: {host}:{port} {why}")
-            return None
+            return
         tally = self.ledger.attempt(host, port, "allowed")
         try:
             upstream = self.connect(addresses, port)
         except OSError as exc:
             self.ledger.add(tally, "failed", 1)
             _answer(conn, 502, f"harness: {host}:{port}: {exc}")
-            return None
+            return
+        held.append(upstream)
         if request.connect:
             conn.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
         first = rest if request.connect else request.head + rest
         upstream.sendall(first)
         self.ledger.add(tally, "sent", len(first))
         self.relay(conn, upstream, tally)
-        return upstream
+
+    def receive(
+        self, conn: socket.socket, held: list[socket.socket]
+    ) -> tuple[socket.socket, bytes]:
+        """The connection to serve and what it has sent so far: the step's own connection
+        when the forwarder passed it (one byte and one TCP socket), else `conn` itself."""
+        conn.settimeout(HEAD_TIMEOUT_S)
+        data, fds, flags, _ = socket.recv_fds(conn, HEAD_LIMIT, 1)
+        if not fds and not flags & socket.MSG_CTRUNC:
+            return conn, data
+        passed = _passed(data, fds, flags)
+        held.append(passed)
+        with self.lock:
+            self.open.add(passed)
+        held.remove(conn)  # the forwarder's part is done: its socket is closed at once
+        self.forget(conn)
+        return passed, b""
 
     def refusal(self, host: str, port: int) -> str:
         """Why the request is refused before anything is resolved ("" when it may go on)."""
@@ -345,11 +367,30 @@ def _ip(text: str) -> IpAddress | None:
     return ip_literal(text.split("%", 1)[0])
 
 
-def _read_head(conn: socket.socket) -> tuple[bytes, bytes]:
-    """The request head (without its blank line) and what came after it, read within
-    HEAD_TIMEOUT_S and HEAD_LIMIT; BadRequest for anything else."""
+def _passed(data: bytes, fds: list[int], flags: int) -> socket.socket:
+    """The TCP socket the forwarder passed with its one byte; anything else is closed and
+    refused (BadRequest)."""
+    sock = None
+    if len(fds) == 1 and data == PASSED and not flags & socket.MSG_CTRUNC:
+        with contextlib.suppress(OSError):  # not a socket at all
+            sock = socket.socket(fileno=fds[0])
+            fds = []
+    if sock is not None and sock.family in _TCP and sock.type == socket.SOCK_STREAM:
+        return sock
+    for fd in fds:
+        os.close(fd)
+    if sock is not None:
+        sock.close()
+    raise BadRequest("not a connection passed by the forwarder")
+
+
+_TCP = (socket.AF_INET, socket.AF_INET6)
+
+
+def _read_head(conn: socket.socket, data: bytes = b"") -> tuple[bytes, bytes]:
+    """The request head (without its blank line) and what came after it (`data`: what was
+    read already), read within HEAD_TIMEOUT_S and HEAD_LIMIT; BadRequest for anything else."""
     conn.settimeout(HEAD_TIMEOUT_S)
-    data = b""
     while b"\r\n\r\n" not in data:
         if len(data) > HEAD_LIMIT:
             raise BadRequest("a request head over 16 KiB")
