@@ -31,6 +31,7 @@ import itertools
 import json
 import os
 import random
+import resource
 import shutil
 import subprocess
 import sys
@@ -714,6 +715,30 @@ def status_rows(root: Path) -> list[dict[str, Any]]:
 # ---- timing ------------------------------------------------------------------------------
 
 
+SANDBOX_METRICS = {"sandbox_step", "sandbox_fixed", "sandbox_layer"}
+# A step costs the harness a fork of its own process unless it is a build (sandbox.md, "A
+# step ends with the harness"), and a fork costs what the process maps: the sandbox metrics
+# run in a process the size of `harness run` (about 25 MiB), not in this one after it has
+# generated a million events, where every bare step's fork would cost more than a run's.
+LEAN = "HARNESS_BENCH_LEAN"
+
+
+def lean_child(metrics: set[str], reps: int) -> None:
+    """`metrics` measured by a fresh bench process of its own (its lines are this run's)."""
+    argv = [sys.executable, __file__, "--only", ",".join(sorted(metrics)), "--reps", str(reps)]
+    sys.stdout.flush()
+    done = subprocess.run(
+        [*argv, *(["--json"] if JSON_LINES else [])], env=os.environ | {LEAN: "1"}, check=False
+    )
+    if done.returncode:
+        raise SystemExit(f"bench: the sandbox metrics' process exited {done.returncode}")
+
+
+def peak_mib() -> float:
+    """This process's peak resident size so far, MiB (Linux counts KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
 def settle() -> None:
     """Wait until what earlier generation wrote is on the disk (`sync`), so that its
     write-back does not slow whichever side is timed next; says how long that took."""
@@ -1219,7 +1244,10 @@ def main(argv: list[str] | None = None) -> int:
             )
         if "noop_run" in only:
             bench_noop(noop_repo(base, keys), args.reps)
-        if only & {"sandbox_step", "sandbox_fixed", "sandbox_layer"}:
+        if only & SANDBOX_METRICS and os.environ.get(LEAN) != "1":
+            lean_child(only & SANDBOX_METRICS, args.reps)
+        elif only & SANDBOX_METRICS:
+            say(f"sandbox metrics in a process of {peak_mib():.0f} MiB (lean: {LEAN}=1)")
             sandbox = managed_repo(base / "sandbox", keys, {})
             if "sandbox_step" in only:
                 bench_sandbox.bench_sandbox(sandbox, args.reps)

@@ -218,16 +218,21 @@ def bench_bigrepo(
     # Worktrees are removed only after every side is measured: removing 100,000 files leaves
     # the disk busy (freeing and discarding blocks) well after `os.sync()`, and whichever
     # side came next paid for it (the harness's start took 30 s beside a 2.4 s floor).
+    # Each repetition takes the sides in another order (floor, bare, contained; then bare,
+    # contained, floor; ...): a checkout runs slower right after another one (the disk still
+    # writes the last one's blocks back), so no side may always come first or last.
     made: list[Path] = []
+    order = ["floor", *wanted]
     for n in range(reps):
-        add_seconds, commit_seconds, floor_wt = _floor(repo, n)
-        best.add("worktree_add", add_seconds)
-        best.add("commit", commit_seconds)
-        made.append(floor_wt)
-        for side in wanted:
-            start, step, wt = _harness_goal(repo, goals[side][n], sides[side], None)
-            best.add(f"start_{side}", start)
-            best.add(f"step_{side}", step)
+        for side in order[n % len(order) :] + order[: n % len(order)]:
+            if side == "floor":
+                add_seconds, commit_seconds, wt = _floor(repo, n)
+                best.add("worktree_add", add_seconds)
+                best.add("commit", commit_seconds)
+            else:
+                start, step, wt = _harness_goal(repo, goals[side][n], sides[side], None)
+                best.add(f"start_{side}", start)
+                best.add(f"step_{side}", step)
             made.append(wt)
     if trace_goal is not None:  # untimed: where a start's and two steps' git time goes
         trace = base / f"trace-{trace_goal}"

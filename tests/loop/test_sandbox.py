@@ -146,6 +146,47 @@ def test_the_command_line_hides_before_it_binds(tmp_path: Path) -> None:
     ]  # fmt: skip
 
 
+def _shown_again(argv: list[str]) -> list[str]:
+    """What the command line shows again read-only after /tmp's tmpfs (the `--ro-bind`s of
+    a path onto itself before the first hidden folder)."""
+    index, shown = argv.index("--die-with-parent") + 1, []
+    while argv[index] == "--ro-bind" and argv[index + 1] == argv[index + 2]:
+        shown.append(argv[index + 1])
+        index += 3
+    return shown
+
+
+def test_a_checkout_under_tmp_is_shown_again_with_its_git_in_one_mount(tmp_path: Path) -> None:
+    place = place_in(tmp_path)
+    place.home().mkdir(parents=True)
+    argv = bwrap_argv("/usr/bin/bwrap", place, ["make"], work=place.worktree, scratch=None)
+    assert str(place.repo_root).startswith("/tmp/")
+    prefixes = [str(p) for p in sandbox_module._python_prefixes_in_tmp()]
+    assert _shown_again(argv) in (
+        [str(place.repo_root.resolve()), *prefixes],
+        [*prefixes, str(place.repo_root.resolve())],
+    )
+
+
+@needs_bwrap
+def test_a_checkout_outside_tmp_is_not_bound_again_and_its_build_runs(tmp_path: Path) -> None:
+    """Outside /tmp the read-only root already shows the checkout: no mount of its own."""
+    base = Path(tempfile.mkdtemp(prefix="harness-test-", dir="/var/tmp"))
+    try:
+        place = place_in(base)
+        argv = bwrap_argv("/usr/bin/bwrap", place, ["make"], work=place.worktree, scratch=None)
+        assert str(place.repo_root.resolve()) not in _shown_again(argv)
+        (place.repo_root / "main.txt").write_text("from main\n")
+        result = run_contained(place, ["sh", "-c", "cat ../../../main.txt > seen.txt"])
+        assert result.exit_code == 0, result.output_tail
+        assert (place.worktree / "seen.txt").read_text() == "from main\n"
+        result = run_contained(place, ["sh", "-c", "echo x > ../../../main.txt"])
+        assert result.exit_code != 0  # the checkout stays read-only
+        assert (place.repo_root / "main.txt").read_text() == "from main\n"
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
 @needs_bwrap
 def test_a_read_only_step_writes_only_its_copy_and_keeps_what_it_was_asked_for(
     tmp_path: Path,

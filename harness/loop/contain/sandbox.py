@@ -24,7 +24,7 @@ import stat
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -222,13 +222,21 @@ def _hide(path: Path) -> list[str]:
     return ["--ro-bind", "/dev/null", where]
 
 
+_TMP = Path("/tmp").resolve()
+
+
 @functools.cache
 def _python_prefixes_in_tmp() -> tuple[Path, ...]:
     """The harness's own Python environment, where it lies under /tmp (a venv made there);
     found once a process."""
-    tmp = Path("/tmp").resolve()
     prefixes = dict.fromkeys(Path(p).resolve() for p in (sys.prefix, sys.base_prefix))
-    return tuple(p for p in prefixes if p.is_relative_to(tmp) and p != tmp)
+    return tuple(p for p in prefixes if p.is_relative_to(_TMP) and p != _TMP)
+
+
+def _outermost(paths: Iterable[Path]) -> list[Path]:
+    """`paths` without those inside another of them (a bind shows what lies below it)."""
+    given = list(dict.fromkeys(paths))
+    return [p for p in given if not any(p != q and p.is_relative_to(q) for q in given)]
 
 
 def bwrap_argv(
@@ -251,11 +259,11 @@ def bwrap_argv(
     args = [bwrap, *_base_args(_identity(bwrap)[0]), *([] if network else ["--unshare-net"])]
     args += hide_run(network, hidden)  # the host's sockets (sockets.py)
     # The repository, or the Python the harness runs from (a venv a step's `python` may be),
-    # may be under /tmp, which the tmpfs hides: show them again, read-only.
-    for shown in dict.fromkeys([place.repo_root.resolve(), place.common_dir.resolve()]):
+    # may be under /tmp, which the tmpfs hides: show them again, read-only (a mount each:
+    # only what lies under /tmp, and not a `.git` inside the checkout, which comes with it).
+    kept = [place.repo_root.resolve(), place.common_dir.resolve(), *_python_prefixes_in_tmp()]
+    for shown in _outermost(path for path in kept if path.is_relative_to(_TMP)):
         args += ["--ro-bind", os.fspath(shown), os.fspath(shown)]
-    for prefix in _python_prefixes_in_tmp():
-        args += ["--ro-bind", os.fspath(prefix), os.fspath(prefix)]
     for path in hidden:
         args += _hide(path)
     args += ["--bind", os.fspath(home), os.fspath(home)]
@@ -354,8 +362,11 @@ def contain(
             return
         assert sandbox.bwrap is not None
         place.home().mkdir(parents=True, exist_ok=True, mode=0o700)
-        check = _check_argv(sandbox.bwrap, _identity(sandbox.bwrap)[0]) if sandbox.overlay else None
-        layer = None if writable else stack.enter_context(layer_of(place.worktree, overlay=check))
+        layer = None
+        if not writable:
+            overlay = sandbox.overlay
+            check = _check_argv(sandbox.bwrap, _identity(sandbox.bwrap)[0]) if overlay else None
+            layer = stack.enter_context(layer_of(place.worktree, overlay=check))
         work = place.worktree if layer is None else layer.work
         proxy = None
         inner, inner_env = list(argv), contained_env(env, place)

@@ -42,16 +42,16 @@ def sockets_under(top: Path, skip: set[Path]) -> list[Path]:
     """Every socket below `top`, links not followed, folders in `skip` not entered. Walked
     without recursion: a deep /run (a container runtime's) cannot exhaust Python's stack."""
     found: list[Path] = []
-    folders = [top]
+    skipped = {os.fspath(path) for path in skip}  # compared as text: no Path an entry
+    folders = [os.fspath(top)]
     while folders:
         for entry in _listed(folders.pop()):
-            path = Path(entry.path)
-            if path in skip:
+            if entry.path in skipped:
                 continue
             if entry.is_dir(follow_symlinks=False):
-                folders.append(path)
+                folders.append(entry.path)
             elif _is_socket(entry):
-                found.append(path)
+                found.append(Path(entry.path))
     return found
 
 
@@ -70,7 +70,7 @@ def hide_bound(shown: Iterable[tuple[Path, Path]]) -> list[str]:
     return _nulled(inside)
 
 
-def _listed(folder: Path) -> list[os.DirEntry[str]]:
+def _listed(folder: Path | str) -> list[os.DirEntry[str]]:
     try:
         with os.scandir(folder) as entries:
             return list(entries)
