@@ -398,28 +398,19 @@ def _start(
     with tempfile.TemporaryFile() as stdin_file:
         stdin_file.write(stdin)
         stdin_file.seek(0)
-        if gate is not None:  # no preexec_fn: Python starts bwrap by vfork
-            return subprocess.Popen(
-                gate.argv(argv),
-                cwd=cwd,
-                env=safe_env,
-                stdin=stdin_file,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                start_new_session=True,
-                close_fds=True,
-                pass_fds=gate.child_fds(),
-            )
+        # A gated build has no preexec_fn, so Python starts bwrap by vfork (contain/gate.py).
+        before_exec = _die_with_parent if prepare is None else _then(prepare)
         return subprocess.Popen(
-            list(argv),
+            list(argv) if gate is None else gate.argv(argv),
             cwd=cwd,
             env=safe_env,
             stdin=stdin_file,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             start_new_session=True,
-            preexec_fn=_die_with_parent if prepare is None else _then(prepare),
+            preexec_fn=before_exec if gate is None else None,
             close_fds=True,
+            pass_fds=() if gate is None else gate.child_fds(),
         )
 
 
