@@ -3,9 +3,10 @@ will die with the harness (docs/specs/sandbox.md, "A step ends with the harness"
 
 A step started with a `preexec_fn` (the death signal set in the child before exec) costs a
 fork of the whole harness process: 1-2.5 ms a step as the process grows, a quarter to a
-half of what containing a `true` adds (performance.md, "Thirteenth pass"). Without one, Python starts the child by vfork, and the death signal is bwrap's own
-`--die-with-parent`, set once bwrap runs; a harness killed before that moment would leave
-the step running unwatched. The gate closes that moment:
+half of what containing a `true` adds (performance.md, "Thirteenth pass"). Without one,
+Python starts the child by vfork, and the death signal is bwrap's own `--die-with-parent`,
+set once bwrap runs; a harness killed before that moment would leave the step running
+unwatched. The gate closes that moment:
 
 - bwrap gets `--info-fd`, which its outer process writes only after its own
   `PR_SET_PDEATHSIG`, and `--block-fd`, which the sandboxed process reads once before it
