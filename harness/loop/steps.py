@@ -270,8 +270,8 @@ def run_step(
         raise ValueError("run_step: empty argv")
     started = clock()
     out, both = _Tail(stdout_keep_bytes), _Tail(tail_bytes)
-    # A contained build starts without a fork of the harness, held at a gate until bwrap
-    # will die with it (contain/gate.py); a read-only step's `prepare` needs the fork.
+    # A contained step starts without a fork of the harness, held at a gate until bwrap
+    # will die with it (contain/gate.py); a read-only step's overlay (`prepare`) needs one.
     gate = Gate() if bwrap and prepare is None else None
     try:
         proc = _start(argv, cwd, env, stdin, prepare, gate)

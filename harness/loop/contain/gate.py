@@ -18,8 +18,9 @@ unwatched. The gate closes that moment:
   processes are in the step's process group, which the harness recorded before it opened
   the gate, so the next run ends them (`guards.ChildRecord`).
 
-Only a writable step is started this way: a read-only step's overlay is mounted by its
-own process before exec (`layer.Mounter`), which needs the fork anyway.
+Every contained step is started this way but a read-only step on an overlay: its overlay
+is mounted by its own process between fork and exec (`layer.Mounter`), which needs the fork
+anyway (a read-only step on a copy has nothing to do there and is gated too).
 """
 
 from __future__ import annotations

@@ -6,12 +6,13 @@ listening Unix socket already bound, so a step never waits for it to start), and
 HTTP proxy requests on the connections the step's forwarder (`forward.py`) passes it
 through that socket (one byte and the connection's socket, `SCM_RIGHTS`: the proxy reads
 the request from the step's own TCP connection and answers on it, so no second relay
-copies the bytes), or made to the socket itself: `CONNECT host:port` (TLS passes through untouched) and plain `http://` requests in
-absolute form, sent on with `Connection: close`. A destination is let through only when
-the allowlist names it (`model/network.py`); names are resolved here, outside, and a name
-whose addresses are the runner's own (loopback, link-local, unspecified) is refused unless
-the address itself is listed, so a listed name cannot be turned into a way to the runner's
-services. Every attempt is counted per destination and verdict, with the bytes each way.
+copies the bytes), or made to the socket itself: `CONNECT host:port` (TLS passes through
+untouched) and plain `http://` requests in absolute form, sent on with
+`Connection: close`. A destination is let through only when the allowlist names it
+(`model/network.py`); names are resolved here, outside, and a name whose addresses are the
+runner's own (loopback, link-local, unspecified) is refused unless the address itself is
+listed, so a listed name cannot be turned into a way to the runner's services. Every
+attempt is counted per destination and verdict, with the bytes each way.
 
 A thread per connection (and one more while it relays), the bytes moved by the kernel
 (`os.splice` through a pipe) where it can: the standard library alone, no asyncio, so the
@@ -20,11 +21,12 @@ proxy is ready in a few tens of milliseconds and costs a step little (performanc
 
 A passed connection must be one TCP socket with the forwarder's one byte: anything else
 the step sends along (a file, a pipe, a Unix socket, two descriptors) is closed unread and
-counted as an unreadable request. Bounds, since the step is hostile: a request head of at most 16 KiB read within 30 s, at
-most 256 connections at a time, 40 destinations itemised (the rest counted), connecting
-within 30 s. Nothing a step sends can end the proxy: a handler's failure closes its own
-connection. When its standard input closes (the step has ended, or the harness has died)
-it stops, closes every connection, prints its record as one JSON document and exits.
+counted as an unreadable request. Bounds, since the step is hostile: a request head of at
+most 16 KiB read within 30 s, at most 256 connections at a time, 40 destinations itemised
+(the rest counted), connecting within 30 s. Nothing a step sends can end the proxy: a
+handler's failure closes its own connection. When its standard input closes (the step has
+ended, or the harness has died) it stops, closes every connection, prints its record as
+one JSON document and exits.
 """
 
 from __future__ import annotations
