@@ -3,10 +3,13 @@ harness, and its command runs only once the harness has seen bwrap arm its death
 
 from __future__ import annotations
 
+import ast
 import os
 import shutil
 import signal
 import subprocess
+import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -101,3 +104,23 @@ def test_bwrap_whose_sandbox_fails_reads_as_its_failure(tmp_path: Path) -> None:
     result = run_step(argv, tmp_path, {}, b"", 30, bwrap=True)
     assert result.exit_code == 1
     assert "missing" in result.output_tail
+
+
+def test_the_gate_keeps_its_pipes_above_the_standard_streams() -> None:
+    """A harness started with stdin, stdout and stderr closed (`harness run <&- >&- 2>&-`)
+    gets its pipes at 0-2, where the child's own streams go: the gate moves them up."""
+    probe = (
+        "import os\n"
+        "from harness.loop.contain.gate import Gate\n"
+        "for fd in (0, 1, 2):\n"
+        "    os.close(fd)\n"
+        "gate = Gate()\n"
+        "fds = (gate.info, *gate.child_fds())\n"
+        "os.write(os.open(os.environ['OUT'], os.O_WRONLY), repr(fds).encode())\n"
+    )
+    with tempfile.NamedTemporaryFile() as out:
+        subprocess.run(
+            [sys.executable, "-c", probe], env=os.environ | {"OUT": out.name}, check=True
+        )
+        fds = ast.literal_eval(Path(out.name).read_text())
+    assert len(set(fds)) == 4 and min(fds) >= 3, fds

@@ -26,6 +26,7 @@ anyway (a read-only step on a copy has nothing to do there and is gated too).
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import select
 from collections.abc import Callable, Sequence
@@ -35,8 +36,8 @@ class Gate:
     """The two pipes between the harness and one bwrap: the info it writes, the byte it waits for."""
 
     def __init__(self) -> None:
-        self.info, self._info_w = os.pipe2(os.O_CLOEXEC)
-        self._go_r, self.go = os.pipe2(os.O_CLOEXEC)
+        self.info, self._info_w = map(_above_stdio, os.pipe2(os.O_CLOEXEC))
+        self._go_r, self.go = map(_above_stdio, os.pipe2(os.O_CLOEXEC))
 
     def argv(self, argv: Sequence[str]) -> list[str]:
         """`argv` (bwrap's command line) with the gate's two options."""
@@ -77,3 +78,13 @@ class Gate:
                 with contextlib.suppress(OSError):
                     os.close(fd)
         self.info = self._info_w = self._go_r = self.go = -1
+
+
+def _above_stdio(fd: int) -> int:
+    """`fd`, moved to 3 or above: a harness started with its standard streams closed gets
+    pipes at 0-2, which the child's own stdin, stdout and stderr would take over."""
+    if fd > 2:
+        return fd
+    moved = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3)
+    os.close(fd)
+    return moved
