@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -18,6 +16,7 @@ from tests.managed import (
     ManagedRepo,
     base_goal,
     git,
+    harness_in,
     keygen_verifies,
     make_key,
 )
@@ -85,14 +84,7 @@ def test_a_repository_without_harness_files_is_exit_2_not_silence(
     git(root, "add", "-A")
     git(root, "commit", "-qm", "a plain repository")
     env = {**os.environ, "HARNESS_SECRET": SECRET}
-    proc = subprocess.run(
-        [sys.executable, "-m", "harness", *args],
-        cwd=root,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    proc = harness_in(root, env, *args)
     assert proc.returncode == 2, proc
     assert proc.stdout == ""
     assert proc.stderr.count("\n") == 1
@@ -189,13 +181,7 @@ def test_init_makes_lessons_and_new_lesson_writes_a_valid_template(
     git(root, "init", "-q", "-b", "main")
 
     def harness(*args: str, code: int = 0) -> str:
-        proc = subprocess.run(
-            [sys.executable, "-m", "harness", *args],
-            cwd=root,
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
+        proc = harness_in(root, dict(os.environ), *args)
         assert proc.returncode == code, proc
         return proc.stdout + proc.stderr
 
