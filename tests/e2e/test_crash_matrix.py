@@ -264,7 +264,10 @@ def test_killed_at_the_last_events_of_a_path_then_resumed(
     assert killed.returncode == -9, (killed.stdout, killed.stderr)
     repo.verified()
     status, gate, iteration, finished, tree, events = _settled(repo)
-    assert (status, gate, iteration, finished, tree) == want
+    # On a mismatch, every event of the record (each step's result, each gate) says why.
+    assert (status, gate, iteration, finished, tree) == want, [
+        (e["type"], e.get("step"), e.get("iteration"), e["data"]) for e in events
+    ]
     assert status not in ("pending", "running", "paused")
     assert_no_finished_step_ran_again(events)
     # Finished for real: the cell and the report committed, the worktree clean.
