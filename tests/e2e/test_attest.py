@@ -217,6 +217,32 @@ def test_attest_bundle_verifies_with_in_toto_and_securesystemslib(
     assert ship[-1]["data"]["attestation"] == hashlib.sha256(seen).hexdigest()
 
 
+def test_attest_after_the_goal_file_changed_describes_the_version_that_ran(
+    shipped: tuple[ManagedRepo, str],
+) -> None:
+    """An owner edits the goal file after it shipped: the bundle still names the goal the
+    run was approved under, found in the control ref's history; a history without it is
+    refused by name."""
+    repo, _ = shipped
+    before = repo.harness("attest", "g1", check=0).stdout
+    goal_file = repo.root / "goals" / "g1.yaml"
+    ran_under = hashlib.sha256(goal_file.read_bytes()).hexdigest()
+    goal_file.write_text(goal_file.read_text() + "# edited after it shipped\n")
+    git(repo.root, "commit", "-qam", "edit the goal after it shipped")
+    after = repo.harness("attest", "g1", check=0).stdout
+    assert after == before
+    provenance = payload(envelopes(after.encode())[0])["predicate"]
+    assert provenance["buildDefinition"]["externalParameters"]["goal"]["sha256"] == ran_under
+
+    # The history rewritten so no commit holds the version that ran.
+    git(repo.root, "checkout", "-q", "--orphan", "rewritten")
+    git(repo.root, "commit", "-qm", "history without the goal that ran")
+    git(repo.root, "branch", "-qf", "main", "rewritten")
+    git(repo.root, "checkout", "-q", "main")
+    refused = repo.harness("attest", "g1", check=2)
+    assert f"goals/g1.yaml: no version with sha256 {ran_under[:12]}… on " in refused.stderr
+
+
 def test_attest_refuses_an_envelope_no_owner_signed_and_notes_a_missing_one(
     shipped: tuple[ManagedRepo, str], tmp_path: Path
 ) -> None:
