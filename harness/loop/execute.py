@@ -23,7 +23,14 @@ from harness.loop.agents import Meter, Usage, read_report_file
 from harness.loop.binding import same_tree
 from harness.loop.contain.layer import LayerFailure
 from harness.loop.contain.place import Place
-from harness.loop.contain.sandbox import Contained, Sandbox, contain, resolve
+from harness.loop.contain.sandbox import (
+    VANISHED_TRIES,
+    Contained,
+    Sandbox,
+    contain,
+    resolve,
+    vanished_socket,
+)
 from harness.loop.context import RunContext
 from harness.loop.guards import ChildRecord
 from harness.loop.progress import Progress, progress_text
@@ -103,20 +110,24 @@ class StepCommands:
             try:
                 if refused is not None:
                     raise LayerFailure(refused)
-                with self.contained(step, spec.run, env, scratch, cwd, spec) as box:
-                    meter = self.meter(box.records_env) if step == "build" else None
-                    result = run_step(
-                        box.argv,
-                        cwd,
-                        box.env,
-                        prompt.encode(),
-                        spec.timeout_s,
-                        on_start=started,
-                        on_stdout=meter.feed if meter else None,
-                        bwrap=box.bwrap,
-                        prepare=box.prepare,
-                    )
-                    egress = box.egress.stop() if box.egress is not None else None
+                for tries_left in reversed(range(VANISHED_TRIES)):
+                    with self.contained(step, spec.run, env, scratch, cwd, spec) as box:
+                        meter = self.meter(box.records_env) if step == "build" else None
+                        result = run_step(
+                            box.argv,
+                            cwd,
+                            box.env,
+                            prompt.encode(),
+                            spec.timeout_s,
+                            on_start=started,
+                            on_stdout=meter.feed if meter else None,
+                            bwrap=box.bwrap,
+                            prepare=box.prepare,
+                        )
+                        egress = box.egress.stop() if box.egress is not None else None
+                    # bwrap stopped before the command, at a socket gone since the walk.
+                    if not (tries_left and vanished_socket(result.output_tail, box.argv)):
+                        break
             except LayerFailure as exc:  # a read-only step without its copy cannot start
                 result = cannot_start(str(exc))
             spent = meter.finish() if meter else None

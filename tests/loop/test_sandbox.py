@@ -29,6 +29,7 @@ from harness.loop.contain.sandbox import (
     contain,
     effective_mode,
     resolve,
+    vanished_socket,
 )
 from harness.loop.steps import StepResult, run_step
 from harness.model.config import Bind, parse_config
@@ -637,3 +638,41 @@ def test_a_step_without_network_reaches_no_listening_socket(tmp_path: Path, netw
     assert (result.exit_code == 0) is network, result.output_tail
     if not network:  # the probe ran and was refused (not bwrap refusing its own options)
         assert "refused: " in result.output_tail, result.output_tail
+
+
+@needs_bwrap
+def test_a_socket_gone_between_the_walk_and_bwrap_is_told_apart(tmp_path: Path) -> None:
+    """A socket under /run found by the walk and removed before bwrap mounts /dev/null over
+    it (a service restarting; the suite's own attack tests do it beside every other test):
+    bwrap stops before the command, and `vanished_socket` says so, so the step is started
+    again (execute.py, lesson_checks.py) instead of failing on the host's churn."""
+    import socket
+
+    if not os.access("/run", os.W_OK):
+        need_tool("needs a writable /run for a test socket (run the suite as root)")
+    folder = Path(f"/run/harness-vanish-{os.getpid()}")
+    folder.mkdir()
+    path = folder / "service.sock"
+    server = socket.socket(socket.AF_UNIX)
+    try:
+        server.bind(str(path))
+        place = place_in(tmp_path)
+        sandbox = resolve("required", os.environ)
+        with contain(sandbox, place, ["true"], {}, writable=True) as box:
+            assert str(path) in box.argv
+            assert not vanished_socket("", box.argv)
+            path.unlink()
+            folder.rmdir()
+            cut = run_step(box.argv, place.worktree, box.env, b"", 30, bwrap=True)
+            assert cut.exit_code == 1, cut.output_tail
+            assert cut.output_tail.startswith(f"bwrap: Can't mkdir parents for {path}: ")
+            assert vanished_socket(cut.output_tail, box.argv)
+            # Another's path, or one still there, is a failure of its own.
+            assert not vanished_socket(cut.output_tail, box.argv[: box.argv.index(str(path))])
+            folder.mkdir()
+            path.touch()
+            assert not vanished_socket(cut.output_tail, box.argv)
+        assert run_contained(place_in(tmp_path / "again"), ["true"]).exit_code == 0
+    finally:
+        server.close()
+        shutil.rmtree(folder, ignore_errors=True)

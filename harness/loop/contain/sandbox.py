@@ -19,6 +19,7 @@ import contextlib
 import dataclasses
 import functools
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -38,7 +39,7 @@ from harness.loop.contain.egress import (
 )
 from harness.loop.contain.layer import Mounter, layer_of
 from harness.loop.contain.place import Place
-from harness.loop.contain.sockets import hide_bound, hide_run
+from harness.loop.contain.sockets import NULLED, hide_bound, hide_run
 from harness.model.config import SANDBOX_MODES, SandboxMode
 from harness.model.network import Allowlist
 from harness.record.events import Containment
@@ -219,7 +220,7 @@ def _hide(path: Path) -> list[str]:
     where = os.fspath(path)
     if stat.S_ISDIR(info.st_mode):
         return ["--tmpfs", where]
-    return ["--ro-bind", "/dev/null", where]
+    return [*NULLED, where]
 
 
 _TMP = Path("/tmp").resolve()
@@ -384,6 +385,28 @@ def contain(
         if layer is not None:
             for rel in keep:
                 _copy_out(layer.written, place.worktree, rel)
+
+
+# bwrap's message when a mount point is missing on the read-only root (bubblewrap's
+# `die_with_error` in setup_newroot): it stopped before its command ran.
+_NO_MOUNT_POINT = re.compile(
+    r"bwrap: Can't (?:mkdir parents for|create file at|mkdir) (?P<path>/[^\n]*): [^\n:]+\n?"
+)
+VANISHED_TRIES = 3  # a step's starts while the host's sockets keep vanishing under it
+
+
+def vanished_socket(output: str, argv: Sequence[str]) -> bool:
+    """bwrap stopped before its command ran because a path the harness covered with
+    /dev/null (a host's socket, `sockets.py`, or a hidden file) was removed between the
+    walk that found it and bwrap's mounts: a service that restarts, a socket a program
+    cleans up. Nothing of the step ran, so it is started again with a fresh walk
+    (`execute.py`); sandbox.md, "Sockets"."""
+    found = _NO_MOUNT_POINT.fullmatch(output)
+    if found is None or os.path.lexists(found["path"]):
+        return False
+    args = list(argv)
+    covered = {args[i + 2] for i in range(len(args) - 2) if args[i : i + 2] == NULLED}
+    return found["path"] in covered
 
 
 def _copy_out(layer: Path, worktree: Path, rel: str) -> None:

@@ -94,5 +94,8 @@ def _socket_at(path: Path) -> bool:
         return False
 
 
+NULLED = ["--ro-bind", "/dev/null"]  # followed by the path it covers
+
+
 def _nulled(paths: Iterable[Path]) -> list[str]:
-    return [arg for path in paths for arg in ("--ro-bind", "/dev/null", os.fspath(path))]
+    return [arg for path in paths for arg in (*NULLED, os.fspath(path))]
