@@ -8,13 +8,12 @@ build's spend is read from its output as it runs. What its result does is `finis
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import functools
 import shutil
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +28,7 @@ from harness.loop.contain.sandbox import (
     Sandbox,
     contain,
     resolve,
-    vanished_socket,
+    vanished_cover,
 )
 from harness.loop.context import RunContext
 from harness.loop.guards import ChildRecord
@@ -106,28 +105,30 @@ class StepCommands:
                 env |= ship_env(records, wt.path, goal.id, goal.objective, signed)
                 env |= self.attest(scratch, env.get("HARNESS_SHIP_COMMIT"))
                 refused = unfaithful_refusal(cwd, self.rec.ledger.records())
-            meter, egress = None, None
+            meter: Meter | None = None
+            egress: dict[str, Any] | None = None
+
+            def once(box: Contained) -> StepResult:
+                nonlocal meter, egress  # the last start's: an earlier one never ran
+                meter = self.meter(box.records_env) if step == "build" else None
+                started_once = run_step(
+                    box.argv,
+                    cwd,
+                    box.env,
+                    prompt.encode(),
+                    spec.timeout_s,
+                    on_start=started,
+                    on_stdout=meter.feed if meter else None,
+                    bwrap=box.bwrap,
+                    prepare=box.prepare,
+                )
+                egress = box.egress.stop() if box.egress is not None else None
+                return started_once
+
             try:
                 if refused is not None:
                     raise LayerFailure(refused)
-                for tries_left in reversed(range(VANISHED_TRIES)):
-                    with self.contained(step, spec.run, env, scratch, cwd, spec) as box:
-                        meter = self.meter(box.records_env) if step == "build" else None
-                        result = run_step(
-                            box.argv,
-                            cwd,
-                            box.env,
-                            prompt.encode(),
-                            spec.timeout_s,
-                            on_start=started,
-                            on_stdout=meter.feed if meter else None,
-                            bwrap=box.bwrap,
-                            prepare=box.prepare,
-                        )
-                        egress = box.egress.stop() if box.egress is not None else None
-                    # bwrap stopped before the command, at a socket gone since the walk.
-                    if not (tries_left and vanished_socket(result.output_tail, box.argv)):
-                        break
+                result = self.run_contained(once, step, spec.run, env, scratch, cwd, spec)
             except LayerFailure as exc:  # a read-only step without its copy cannot start
                 result = cannot_start(str(exc))
             spent = meter.finish() if meter else None
@@ -171,36 +172,49 @@ class StepCommands:
     def sandbox(self) -> Sandbox:
         return resolve(self.ctx.control.config.sandbox, self.ctx.base_env)
 
-    def contained(
+    def run_contained(
         self,
+        run: Callable[[Contained], StepResult],
         step: str,
         argv: Sequence[str],
         env: dict[str, str],
         scratch: Path | None = None,
         work: Path | None = None,
         spec: StepSpec | BuildSpec | JudgeSpec | None = None,
-    ) -> contextlib.AbstractContextManager[Contained]:
-        """Only a build writes the worktree; every other step works on a throw-away layer,
-        from which the judge's JUnit file is copied back. `work` is the folder the step runs
-        in when it is not the goal's worktree (the ship step's checkout of the signed commit).
-        `spec`: the goal's step, whose network it gets (a lesson check shares the runner's)."""
+    ) -> StepResult:
+        """`run` (which starts the command) in the step's containment. Only a build writes
+        the worktree; every other step works on a throw-away layer, from which the judge's
+        JUnit file is copied back. `work` is the folder the step runs in when it is not the
+        goal's worktree (the ship step's checkout of the signed commit). `spec`: the goal's
+        step, whose network it gets (a lesson check shares the runner's).
+
+        When bwrap stopped before the command because a path it was to cover was removed
+        since the walk found it (`vanished_cover`), nothing of the step ran: it starts
+        again with a fresh walk, up to VANISHED_TRIES starts in all (sandbox.md, "Sockets")."""
         self.rec.fresh = None  # a step command runs: what was staged is no longer known
         place = self.place()
         if work is not None and work != place.worktree:
             place = dataclasses.replace(place, worktree=work)
         junit = self.goal.judge.junit
         keep = (junit,) if step == "judge" and junit else ()
-        return contain(
-            self.sandbox,
-            place,
-            argv,
-            env,
-            writable=step == "build",
-            scratch=scratch,
-            keep=keep,
-            network=spec.network if spec is not None else True,
-            allow=spec.allow if spec is not None else None,
-        )
+        network = spec.network if spec is not None else True
+        allow = spec.allow if spec is not None else None
+        for tries_left in reversed(range(VANISHED_TRIES)):
+            with contain(
+                self.sandbox,
+                place,
+                argv,
+                env,
+                writable=step == "build",
+                scratch=scratch,
+                keep=keep,
+                network=network,
+                allow=allow,
+            ) as box:
+                result = run(box)
+            if not (tries_left and vanished_cover(result.output_tail, box.argv)):
+                break
+        return result
 
     def place(self) -> Place:
         """The paths this goal's steps see, keep or must not see."""

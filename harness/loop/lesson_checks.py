@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from harness.loop.contain.layer import LayerFailure
-from harness.loop.contain.sandbox import VANISHED_TRIES, vanished_socket
+from harness.loop.contain.sandbox import Contained
 from harness.loop.execute import StepCommands
 from harness.loop.guards import StepWatch
 from harness.loop.recorder import fit_text
@@ -64,23 +64,17 @@ def _run_check(commands: StepCommands, lesson: Lesson) -> StepResult:
         {"HARNESS_GOAL": commands.goal.id, "HARNESS_STEP": "lesson-check"},
     )
     wt = commands.rec.wt
+
+    def once(box: Contained) -> StepResult:
+        timeout = lesson.check_timeout_s
+        return run_step(
+            box.argv, wt.path, box.env, b"", timeout, bwrap=box.bwrap, prepare=box.prepare
+        )
+
     try:
-        for tries_left in reversed(range(VANISHED_TRIES)):
-            with commands.contained("lesson-check", lesson.check, env) as box:
-                result = run_step(
-                    box.argv,
-                    wt.path,
-                    box.env,
-                    b"",
-                    lesson.check_timeout_s,
-                    bwrap=box.bwrap,
-                    prepare=box.prepare,
-                )
-            if not (tries_left and vanished_socket(result.output_tail, box.argv)):
-                break
+        return commands.run_contained(once, "lesson-check", lesson.check, env)
     except LayerFailure as exc:
         return cannot_start(str(exc))
-    return result
 
 
 def _passed(result: StepResult) -> bool:

@@ -20,7 +20,9 @@ class Progress:
         self.thread: threading.Thread | None = None
 
     def start(self) -> None:
-        if self.stream is not None:
+        """Show the line, once: a step started again (its bwrap stopped before the command,
+        `execute.StepCommands.run_contained`) keeps the line it has."""
+        if self.stream is not None and self.thread is None:
             self.thread = threading.Thread(target=self._loop, daemon=True)
             self.thread.start()
 

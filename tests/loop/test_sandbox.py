@@ -29,7 +29,7 @@ from harness.loop.contain.sandbox import (
     contain,
     effective_mode,
     resolve,
-    vanished_socket,
+    vanished_cover,
 )
 from harness.loop.contain.sockets import NULLED
 from harness.loop.steps import StepResult, run_step
@@ -649,8 +649,8 @@ def test_a_step_without_network_reaches_no_listening_socket(tmp_path: Path, netw
 def test_a_socket_gone_between_the_walk_and_bwrap_is_told_apart(tmp_path: Path) -> None:
     """A socket under /run found by the walk and removed before bwrap mounts /dev/null over
     it (a service restarting; the suite's own attack tests do it beside every other test):
-    bwrap stops before the command, and `vanished_socket` says so, so the step is started
-    again (execute.py, lesson_checks.py) instead of failing on the host's churn."""
+    bwrap stops before the command, and `vanished_cover` says so, so the step is started
+    again (`StepCommands.run_contained`) instead of failing on the host's churn."""
     import socket
 
     if not os.access("/run", os.W_OK):
@@ -665,19 +665,42 @@ def test_a_socket_gone_between_the_walk_and_bwrap_is_told_apart(tmp_path: Path) 
         sandbox = resolve("required", os.environ)
         with contain(sandbox, place, ["true"], {}, writable=True) as box:
             assert str(path) in box.argv
-            assert not vanished_socket("", box.argv)
+            assert not vanished_cover("", box.argv)
             path.unlink()
             folder.rmdir()
             cut = run_step(box.argv, place.worktree, box.env, b"", 30, bwrap=True)
             assert cut.exit_code == 1, cut.output_tail
             assert cut.output_tail.startswith(f"bwrap: Can't mkdir parents for {path}: ")
-            assert vanished_socket(cut.output_tail, box.argv)
+            assert vanished_cover(cut.output_tail, box.argv)
             # Another's path, or one still there, is a failure of its own.
-            assert not vanished_socket(cut.output_tail, box.argv[: box.argv.index(str(path))])
+            assert not vanished_cover(cut.output_tail, box.argv[: box.argv.index(str(path))])
             folder.mkdir()
             path.touch()
-            assert not vanished_socket(cut.output_tail, box.argv)
+            assert not vanished_cover(cut.output_tail, box.argv)
         assert run_contained(place_in(tmp_path / "again"), ["true"]).exit_code == 0
     finally:
         server.close()
         shutil.rmtree(folder, ignore_errors=True)
+
+
+@needs_bwrap
+def test_a_hidden_folder_gone_before_bwrap_is_told_apart(tmp_path: Path) -> None:
+    """A folder the harness hides with a tmpfs (here SSH_AUTH_SOCK's; /run/user/<uid> at a
+    logout, and in this suite the folder the hidden-paths tests make and remove) removed
+    between `contain()` and bwrap's mounts: bwrap cannot make its mount point on the
+    read-only root and stops before the command, and the step is started again."""
+    agent = Path(tempfile.mkdtemp(prefix="harness-agent-", dir="/var/tmp"))
+    try:
+        place = place_in(tmp_path, {"SSH_AUTH_SOCK": str(agent / "agent.sock")})
+        sandbox = resolve("required", os.environ)
+        with contain(sandbox, place, ["true"], {}, writable=True) as box:
+            assert box.argv[box.argv.index(str(agent)) - 1] == "--tmpfs"
+            agent.rmdir()
+            cut = run_step(box.argv, place.worktree, box.env, b"", 30, bwrap=True)
+            assert cut.exit_code == 1, cut.output_tail
+            assert cut.output_tail.startswith(f"bwrap: Can't mkdir {agent}: ")
+            assert vanished_cover(cut.output_tail, box.argv)
+            agent.mkdir()  # there again: a failure of its own
+            assert not vanished_cover(cut.output_tail, box.argv)
+    finally:
+        shutil.rmtree(agent, ignore_errors=True)

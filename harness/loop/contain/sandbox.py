@@ -392,21 +392,23 @@ def contain(
 _NO_MOUNT_POINT = re.compile(
     r"bwrap: Can't (?:mkdir parents for|create file at|mkdir) (?P<path>/[^\n]*): [^\n:]+\n?"
 )
-VANISHED_TRIES = 3  # a step's starts while the host's sockets keep vanishing under it
+VANISHED_TRIES = 3  # a step's starts while the host's paths keep vanishing under it
 
 
-def vanished_socket(output: str, argv: Sequence[str]) -> bool:
-    """bwrap stopped before its command ran because a path the harness covered with
-    /dev/null (a host's socket, `sockets.py`, or a hidden file) was removed between the
-    walk that found it and bwrap's mounts: a service that restarts, a socket a program
-    cleans up. Nothing of the step ran, so it is started again with a fresh walk
-    (`execute.py`); sandbox.md, "Sockets"."""
+def vanished_cover(output: str, argv: Sequence[str]) -> bool:
+    """bwrap stopped before its command ran because a path the harness covered was removed
+    between `contain()` finding it and bwrap's mounts: a host's socket covered with
+    /dev/null (`sockets.py`; a service that restarts, a program that cleans up), or a
+    hidden file or folder (`Place.hidden`: /run/user/<uid> at a user's logout, the folder
+    of an ssh-agent that ends). Nothing of the step ran, so it is started again with a
+    fresh walk (`execute.py`); sandbox.md, "Sockets"."""
     found = _NO_MOUNT_POINT.fullmatch(output)
     if found is None or os.path.lexists(found["path"]):
         return False
     args = list(argv)
-    covered = {args[i + 2] for i in range(len(args) - 2) if args[i : i + 2] == NULLED}
-    return found["path"] in covered
+    nulled = {args[i + 2] for i in range(len(args) - 2) if args[i : i + 2] == NULLED}
+    emptied = {args[i + 1] for i in range(len(args) - 1) if args[i] == "--tmpfs"}
+    return found["path"] in nulled | emptied
 
 
 def _copy_out(layer: Path, worktree: Path, rel: str) -> None:
