@@ -188,9 +188,10 @@ class StepCommands:
         goal's worktree (the ship step's checkout of the signed commit). `spec`: the goal's
         step, whose network it gets (a lesson check shares the runner's).
 
-        When bwrap stopped before the command because a path it was to cover was removed
-        since the walk found it (`vanished_cover`), nothing of the step ran: it starts
-        again with a fresh walk, up to VANISHED_TRIES starts in all (sandbox.md, "Sockets")."""
+        When bwrap stopped before the command (exit 1) because a path it was to cover was
+        removed since the walk found it (`vanished_cover`), nothing of the step ran: it
+        starts again with a fresh walk, up to VANISHED_TRIES starts in all (sandbox.md,
+        "Sockets", which says what this trusts)."""
         self.rec.fresh = None  # a step command runs: what was staged is no longer known
         place = self.place()
         if work is not None and work != place.worktree:
@@ -212,7 +213,11 @@ class StepCommands:
                 allow=allow,
             ) as box:
                 result = run(box)
-            if not (tries_left and vanished_cover(result.output_tail, box.argv)):
+            if not (
+                tries_left
+                and result.exit_code == 1
+                and vanished_cover(result.output_tail, box.argv)
+            ):
                 break
         return result
 

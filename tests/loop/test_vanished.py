@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import shutil
 import socket
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -15,8 +16,9 @@ from typing import Any
 import pytest
 
 from harness.loop import execute, lesson_checks
+from harness.loop import steps as steps_module
 from tests.inprocess import InProcess
-from tests.managed import ManagedFactory
+from tests.managed import ManagedFactory, base_goal
 from tests.tools import need_tool
 
 LESSON = "version: 1\nwhen:\n  keywords: [value]\ntext: |\n  Keep the value right.\n"
@@ -81,3 +83,39 @@ def test_a_step_whose_socket_vanished_starts_again_and_runs_once(
     assert finished == [("build", 0), ("judge", 0)]
     checked = [e.data for e in events if e.type == "lesson.checked"]
     assert [(c["name"], c["passed"], c["exit_code"]) for c in checked] == [("keep", True, 0)]
+
+
+@pytest.mark.parametrize(("code", "started"), [(2, ["build", "judge"]), (1, ["build", "build"])])
+def test_a_command_that_prints_bwraps_line_is_started_again_only_as_bwrap_exits(
+    contained_steps: str,
+    managed: ManagedFactory,
+    service: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    code: int,
+    started: list[str],
+) -> None:
+    """A build that ran, printed nothing but bwrap's line for the covered socket, and ended
+    while the host removed that socket: with any exit but bwrap's 1 it is a failed build,
+    run once. With exit 1 it passes for a start that never ran and is started again: the
+    case sandbox.md ("Sockets") leaves open, pinned here so that closing it shows."""
+    if contained_steps == "off":
+        pytest.skip("HARNESS_TEST_SANDBOX=off: no bwrap, no mounts to miss")
+    line = f"bwrap: Can't mkdir parents for {service}: Read-only file system"
+    forged = f"import sys; print({line!r}, file=sys.stderr); sys.exit({code})"
+    goal = base_goal() | {"build": {"run": [sys.executable, "-c", forged], "timeout": "60s"}}
+    here = InProcess(managed(goal=goal))
+    real, steps = steps_module.run_step, []
+
+    def run_step(argv: list[str], cwd: Path, env: dict[str, str], *args: Any, **kwargs: Any) -> Any:
+        steps.append(env["HARNESS_STEP"])
+        result = real(argv, cwd, env, *args, **kwargs)
+        if service.exists():  # the host removes it while the build runs
+            service.unlink()
+            service.parent.rmdir()
+        return result
+
+    monkeypatch.setattr(execute, "run_step", run_step)
+    here.runner(max_steps=2).advance()
+    assert steps[:2] == started
+    first = next(e for e in here.events() if e.type == "step.finished")
+    assert (first.step, first.data["exit_code"]) == ("build", code)
