@@ -109,7 +109,8 @@ class StepCommands:
             egress: dict[str, Any] | None = None
 
             def once(box: Contained) -> StepResult:
-                nonlocal meter, egress  # the last start's: an earlier one never ran
+                nonlocal meter, egress  # the last start's: an earlier one is taken to
+                # have never run (its bwrap's exit 1 and line; sandbox.md, "Sockets")
                 meter = self.meter(box.records_env) if step == "build" else None
                 started_once = run_step(
                     box.argv,
